@@ -1,0 +1,167 @@
+// Package cli is outboxtop's command line: it parses flags (pflag), applies the
+// configuration precedence, and dispatches to the packages that do the work.
+//
+// Precedence, for every flag: the flag itself, then OUTBOXTOP_<FLAG> (upper case,
+// dashes as underscores), then the ecosystem's variable where one exists
+// (DATABASE_URL and libpq's PG* for the database, KAFKA_BROKERS for Kafka), then
+// the default.
+//
+// Exit codes: 0 success; 1 a runtime failure (database or broker unreachable, an
+// action failed, a status threshold crossed); 2 bad usage (unknown command or flag,
+// invalid value, a command that is not built yet).
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+// Version is the binary's version, set at build time with
+// -ldflags "-X github.com/outboxtop/outboxtop/internal/cli.Version=…".
+var Version = "dev"
+
+// IO is what a command reads and writes.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+	// Getenv reads the environment; os.Getenv unless a test replaces it.
+	Getenv func(string) string
+}
+
+// usageError is bad input from the user: printed with the command's usage hint and
+// exit code 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, io IO) error
+}
+
+func commands() []command {
+	return []command{
+		{"migrate", "apply the schema migrations and exit", runMigrate},
+		{"status", "one-shot snapshot of the outbox; non-zero exit past thresholds", notBuilt("status")},
+		{"demo", "the embedded demo: throwaway PostgreSQL, in-process Kafka, simulated orders, the console", notBuilt("demo")},
+		{"version", "print the version", runVersion},
+		{"help", "show this help", nil},
+	}
+}
+
+// Run runs outboxtop with args (without the program name) and returns the exit code.
+func Run(ctx context.Context, args []string, stdio IO) int {
+	if stdio.Getenv == nil {
+		stdio.Getenv = os.Getenv
+	}
+	name, rest := "", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, rest = args[0], args[1:]
+	}
+	var run func(context.Context, []string, IO) error
+	switch name {
+	case "":
+		run = runConsole
+	case "help":
+		printUsage(stdio.Out)
+		return ExitOK
+	default:
+		for _, c := range commands() {
+			if c.name == name {
+				run = c.run
+			}
+		}
+		if run == nil {
+			fmt.Fprintf(stdio.Err, "outboxtop: unknown command %q (see 'outboxtop help')\n", name)
+			return ExitUsage
+		}
+	}
+	err := run(ctx, rest, stdio)
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, pflag.ErrHelp):
+		return ExitOK
+	case errors.As(err, new(usageError)):
+		fmt.Fprintf(stdio.Err, "outboxtop: %v\n", err)
+		return ExitUsage
+	case errors.As(err, new(exitError)):
+		var e exitError
+		errors.As(err, &e)
+		if e.msg != "" {
+			fmt.Fprintf(stdio.Err, "outboxtop: %s\n", e.msg)
+		}
+		return e.code
+	default:
+		fmt.Fprintf(stdio.Err, "outboxtop: %s\n", oneLine(err.Error()))
+		return ExitFailure
+	}
+}
+
+// exitError ends a command with a specific code (for example status's 1 on a
+// crossed threshold) and an optional message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+func notBuilt(name string) func(context.Context, []string, IO) error {
+	return func(context.Context, []string, IO) error {
+		return usagef("'%s' is not built yet", name)
+	}
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `outboxtop — the Transactional Outbox on PostgreSQL and Kafka: relay and on-call console.
+
+Usage:
+  outboxtop [flags]             console with the relay embedded (--no-relay to only watch)
+  outboxtop --headless [flags]  relay only, for production
+  outboxtop COMMAND [flags]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Every flag can also be set as OUTBOXTOP_<FLAG> (for --max-attempts: OUTBOXTOP_MAX_ATTEMPTS).
+The database comes from --dsn, else DATABASE_URL, else libpq's PG* variables; Kafka from
+--brokers, else KAFKA_BROKERS. 'outboxtop COMMAND --help' lists a command's flags.
+
+Exit codes: 0 ok, 1 runtime failure or status threshold crossed, 2 bad usage.
+`)
+}
+
+func runVersion(_ context.Context, args []string, io IO) error {
+	fs := newFlagSet("version", io)
+	if err := parse(fs, args, io); err != nil {
+		return err
+	}
+	fmt.Fprintf(io.Out, "outboxtop %s\n", Version)
+	return nil
+}
+
+// oneLine keeps an error message on one line: multi-line driver errors would
+// otherwise spill over the terminal.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outboxtop/outboxtop/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+type result struct {
+	code     int
+	out, err string
+}
+
+func run(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, IO{
+		In: strings.NewReader(""), Out: &out, Err: &errb,
+		Getenv: func(k string) string { return env[k] },
+	})
+	return result{code, out.String(), errb.String()}
+}
+
+func TestUsageErrorsExit2WithOneLine(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"bogus"},
+		{"migrate", "--bogus"},
+		{"migrate", "extra-arg"},
+		{"migrate", "--schema", "bad name"},
+		{"migrate", "--dsn", "postgres://u:hunter2@[oops"},
+		{"--no-such-flag"},
+	} {
+		r := run(t, nil, args...)
+		if r.code != ExitUsage {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, r.code, r.err)
+		}
+		if lines := strings.Count(strings.TrimSpace(r.err), "\n"); lines != 0 || r.err == "" {
+			t.Errorf("%v: want one stderr line, got %q", args, r.err)
+		}
+		if strings.Contains(r.err, "hunter2") {
+			t.Errorf("%v: password echoed: %q", args, r.err)
+		}
+	}
+}
+
+func TestEnvironmentSetsFlagsButFlagsWin(t *testing.T) {
+	t.Parallel()
+	// The env value is invalid, so using it fails with exit 2 naming the variable...
+	r := run(t, map[string]string{"OUTBOXTOP_SCHEMA": "bad name", "OUTBOXTOP_DSN": "postgres://127.0.0.1:1/x"}, "migrate")
+	if r.code != ExitUsage || !strings.Contains(r.err, "--schema") {
+		t.Fatalf("env schema: exit %d, %q", r.code, r.err)
+	}
+	// ...while an explicit flag overrides it (and then fails only on the connection).
+	r = run(t, map[string]string{"OUTBOXTOP_SCHEMA": "bad name", "OUTBOXTOP_DSN": "postgres://127.0.0.1:1/x"}, "migrate", "--schema", "ok")
+	if r.code != ExitFailure || !strings.Contains(r.err, "127.0.0.1:1") {
+		t.Fatalf("flag over env: exit %d, %q", r.code, r.err)
+	}
+	r = run(t, map[string]string{"OUTBOXTOP_CONNECT_TIMEOUT": "soon"}, "migrate")
+	if r.code != ExitUsage || !strings.Contains(r.err, "OUTBOXTOP_CONNECT_TIMEOUT") {
+		t.Fatalf("bad env duration: exit %d, %q", r.code, r.err)
+	}
+}
+
+func TestMigrateUsesDatabaseURLAndIsIdempotent(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.EmptyDB(t)
+	env := map[string]string{"DATABASE_URL": dsn}
+	r := run(t, env, "migrate")
+	if r.code != ExitOK || !strings.Contains(r.out, "migrated from version 0") {
+		t.Fatalf("first migrate: exit %d out %q err %q", r.code, r.out, r.err)
+	}
+	r = run(t, env, "migrate")
+	if r.code != ExitOK || !strings.Contains(r.out, "up to date") {
+		t.Fatalf("second migrate: exit %d out %q err %q", r.code, r.out, r.err)
+	}
+}
+
+func TestUnreachableDatabaseFailsFast(t *testing.T) {
+	t.Parallel()
+	// A server that accepts TCP but never speaks: only the connect timeout ends this.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	start := time.Now()
+	r := run(t, nil, "migrate", "--dsn", "postgres://u:pw@"+l.Addr().String()+"/x", "--connect-timeout", "1s")
+	if r.code != ExitFailure {
+		t.Fatalf("exit %d, want 1: %q", r.code, r.err)
+	}
+	if elapsed := time.Since(start); elapsed > 10*time.Second {
+		t.Fatalf("took %v", elapsed)
+	}
+	if strings.Count(strings.TrimSpace(r.err), "\n") != 0 || !strings.Contains(r.err, "cannot connect to PostgreSQL") || strings.Contains(r.err, "pw@") {
+		t.Fatalf("stderr %q", r.err)
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	t.Parallel()
+	if r := run(t, nil, "version"); r.code != 0 || !strings.HasPrefix(r.out, "outboxtop ") {
+		t.Fatalf("version: %+v", r)
+	}
+	if r := run(t, nil, "help"); r.code != 0 || !strings.Contains(r.out, "migrate") {
+		t.Fatalf("help: %+v", r)
+	}
+}

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/pflag"
+
+	"github.com/outboxtop/outboxtop/migrations"
+)
+
+// dbFlags are the connection settings every database command takes.
+type dbFlags struct {
+	dsn            string
+	schema         string
+	connectTimeout time.Duration
+}
+
+func (d *dbFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&d.dsn, "dsn", "", "PostgreSQL connection string (else DATABASE_URL, else libpq PG* variables)")
+	fs.StringVar(&d.schema, "schema", migrations.DefaultSchema, "schema holding outboxtop's tables")
+	fs.DurationVar(&d.connectTimeout, "connect-timeout", 5*time.Second, "give up connecting to PostgreSQL after this long")
+}
+
+// config resolves the DSN (flag or OUTBOXTOP_DSN, else DATABASE_URL, else PG*) into
+// a pgx config with a bounded connect timeout.
+func (d *dbFlags) config(io IO) (*pgx.ConnConfig, error) {
+	if err := migrations.ValidateSchema(d.schema); err != nil {
+		return nil, usagef("--schema: %v", err)
+	}
+	dsn := d.dsn
+	if dsn == "" {
+		dsn = io.Getenv("DATABASE_URL")
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors may quote the DSN, password included: say only what is wrong.
+		return nil, usagef("invalid database connection string: %s", redactParseError(err))
+	}
+	if d.connectTimeout <= 0 {
+		return nil, usagef("--connect-timeout must be positive")
+	}
+	if cfg.ConnectTimeout == 0 || cfg.ConnectTimeout > d.connectTimeout {
+		cfg.ConnectTimeout = d.connectTimeout
+	}
+	if cfg.RuntimeParams["application_name"] == "" {
+		cfg.RuntimeParams["application_name"] = "outboxtop"
+	}
+	return cfg, nil
+}
+
+func (d *dbFlags) connect(ctx context.Context, io IO) (*pgx.Conn, error) {
+	cfg, err := d.config(io)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, connectError(cfg, err)
+	}
+	return conn, nil
+}
+
+func (d *dbFlags) pool(ctx context.Context, io IO, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := d.config(io)
+	if err != nil {
+		return nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig("")
+	if err != nil {
+		return nil, err
+	}
+	pcfg.ConnConfig = cfg
+	if maxConns > 0 {
+		pcfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, connectError(cfg, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, d.connectTimeout+time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, connectError(cfg, err)
+	}
+	return pool, nil
+}
+
+func connectError(cfg *pgx.ConnConfig, err error) error {
+	return fmt.Errorf("cannot connect to PostgreSQL at %s:%d (database %q, user %q): %s",
+		cfg.Host, cfg.Port, cfg.Database, cfg.User, rootCause(err))
+}
+
+// rootCause strips pgx's "failed to connect to `user=… database=…`:" preamble, which
+// repeats what connectError already says.
+func rootCause(err error) string {
+	msg := err.Error()
+	for _, sep := range []string{"`: ", "): "} {
+		if i := lastIndex(msg, sep); i >= 0 && i+len(sep) < len(msg) {
+			msg = msg[i+len(sep):]
+			break
+		}
+	}
+	return oneLine(msg)
+}
+
+func lastIndex(s, sep string) int {
+	for i := len(s) - len(sep); i >= 0; i-- {
+		if s[i:i+len(sep)] == sep {
+			return i
+		}
+	}
+	return -1
+}
+
+func redactParseError(err error) string {
+	msg := err.Error()
+	// pgx: "cannot parse `<dsn>`: <reason>" — drop the quoted DSN.
+	if i := lastIndex(msg, "`: "); i >= 0 {
+		return oneLine(msg[i+3:])
+	}
+	return "unparseable"
+}

@@ -1,0 +1,98 @@
+package testenv
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// EnvKafkaBrokers names a real Kafka cluster (comma-separated host:port) for the
+// integration tests; without it they run against kfake.
+const EnvKafkaBrokers = "OUTBOXTOP_TEST_KAFKA_BROKERS"
+
+// Kafka is the Kafka a test talks to.
+type Kafka struct {
+	// Brokers are the seed brokers.
+	Brokers []string
+	// Prefix is unique to the test: put it in front of every topic name so tests
+	// sharing a real cluster never see each other's records.
+	Prefix string
+	// Fake is the in-process cluster, or nil against a real one.
+	Fake *kfake.Cluster
+}
+
+// Real reports whether the tests run against a real Kafka cluster.
+func Real() bool { return os.Getenv(EnvKafkaBrokers) != "" }
+
+// NewKafka returns the Kafka for this test: a fresh kfake cluster (closed when the
+// test ends) or the real cluster from OUTBOXTOP_TEST_KAFKA_BROKERS. Extra kfake
+// options apply only to the fake.
+func NewKafka(t testing.TB, opts ...kfake.Opt) *Kafka {
+	t.Helper()
+	k := &Kafka{Prefix: "t" + randomHex(5) + "."}
+	if env := os.Getenv(EnvKafkaBrokers); env != "" {
+		k.Brokers = strings.Split(env, ",")
+		return k
+	}
+	opts = append([]kfake.Opt{kfake.NumBrokers(1), kfake.DefaultNumPartitions(3), kfake.AllowAutoTopicCreation()}, opts...)
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	k.Fake = c
+	k.Brokers = c.ListenAddrs()
+	return k
+}
+
+// CreateTopics creates topics (names without the prefix; it is added) with the
+// given partition count.
+func (k *Kafka) CreateTopics(t testing.TB, partitions int32, names ...string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	full := make([]string, len(names))
+	for i, n := range names {
+		full[i] = k.Prefix + n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopics(ctx, partitions, 1, nil, full...)
+	if err != nil {
+		t.Fatalf("creating topics: %v", err)
+	}
+	for _, r := range resp {
+		if r.Err != nil {
+			t.Fatalf("creating topic %s: %v", r.Topic, r.Err)
+		}
+	}
+}
+
+// Consume reads every record currently in topics (full names) until want records
+// were read or the timeout passes, and returns them.
+func (k *Kafka) Consume(t testing.TB, want int, timeout time.Duration, topics ...string) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.ConsumeTopics(topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < want && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
+	}
+	return out
+}

@@ -1,0 +1,15 @@
+-- Wake the relays after inserts: statement level, so a bulk insert or COPY sends one
+-- notification. The channel carries the schema's name so relays of other schemas in
+-- the same database sleep on.
+CREATE OR REPLACE FUNCTION {{.schema}}.outbox_event_notify() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify({{.channel}}, '');
+    RETURN NULL;
+END;
+$$;
+
+DROP TRIGGER IF EXISTS outbox_event_notify ON {{.schema}}.outbox_event;
+CREATE TRIGGER outbox_event_notify
+    AFTER INSERT ON {{.schema}}.outbox_event
+    FOR EACH STATEMENT EXECUTE FUNCTION {{.schema}}.outbox_event_notify();

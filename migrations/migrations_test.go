@@ -1,0 +1,214 @@
+package migrations_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxtop/outboxtop/internal/testenv"
+	"github.com/outboxtop/outboxtop/migrations"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+const seedDDL = `
+CREATE TABLE outbox_event (
+    event_id       uuid PRIMARY KEY,
+    aggregate_type text NOT NULL,
+    aggregate_id   text NOT NULL,
+    event_type     text NOT NULL,
+    payload        jsonb NOT NULL,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    available_at   timestamptz NOT NULL DEFAULT now(),
+    attempts       integer NOT NULL DEFAULT 0,
+    lease_token    uuid,
+    lease_until    timestamptz,
+    published_at   timestamptz
+);
+CREATE INDEX outbox_ready_idx
+    ON outbox_event (available_at, created_at, event_id)
+    WHERE published_at IS NULL;`
+
+const seedInsert = `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+VALUES (gen_random_uuid(), 'order', $1, 'OrderConfirmed', '{"total": 10}')`
+
+func connect(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func tables(t *testing.T, conn *pgx.Conn, schema string) map[string]bool {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `SELECT table_name FROM information_schema.tables WHERE table_schema = $1`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}
+
+func TestApplyTwiceOnEmptyDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, testenv.EmptyDB(t))
+	for i := 0; i < 2; i++ {
+		v, err := migrations.Apply(ctx, conn, "public", nil)
+		if err != nil {
+			t.Fatalf("apply %d: %v", i+1, err)
+		}
+		if int(v) != migrations.Count() {
+			t.Fatalf("apply %d: version %d, want %d", i+1, v, migrations.Count())
+		}
+	}
+	got := tables(t, conn, "public")
+	for _, want := range []string{"outbox_event", "consumed_event", "outbox_event_archive", "outbox_audit", migrations.VersionTable} {
+		if !got[want] {
+			t.Errorf("table %s missing; have %v", want, got)
+		}
+	}
+	if _, err := conn.Exec(ctx, seedInsert, "o-1"); err != nil {
+		t.Fatalf("seed-style insert: %v", err)
+	}
+}
+
+func TestUpgradesHandMadeSeedTableKeepingRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, testenv.EmptyDB(t))
+	if _, err := conn.Exec(ctx, seedDDL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		if _, err := conn.Exec(ctx, seedInsert, "o-"+string(rune('a'+i%5))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One row already published by some earlier relay: it must stay published.
+	if _, err := conn.Exec(ctx, `UPDATE outbox_event SET published_at = now(), attempts = 1
+		WHERE event_id = (SELECT event_id FROM outbox_event LIMIT 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Apply(ctx, conn, "public", nil); err != nil {
+		t.Fatalf("apply on seed table: %v", err)
+	}
+	var total, withSeq, distinctSeq, published int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(seq), count(DISTINCT seq), count(published_at) FROM outbox_event`).
+		Scan(&total, &withSeq, &distinctSeq, &published); err != nil {
+		t.Fatal(err)
+	}
+	if total != 50 || withSeq != 50 || distinctSeq != 50 || published != 1 {
+		t.Fatalf("after upgrade: total=%d withSeq=%d distinctSeq=%d published=%d; want 50,50,50,1", total, withSeq, distinctSeq, published)
+	}
+	// The new columns are there and the seed's insert still works, getting a seq
+	// after the existing rows.
+	var maxOld int64
+	if err := conn.QueryRow(ctx, `SELECT max(seq) FROM outbox_event`).Scan(&maxOld); err != nil {
+		t.Fatal(err)
+	}
+	var seq int64
+	var topic, lastErr *string
+	if err := conn.QueryRow(ctx, seedInsert+` RETURNING seq, topic, last_error`, "o-new").Scan(&seq, &topic, &lastErr); err != nil {
+		t.Fatalf("seed insert after upgrade: %v", err)
+	}
+	if seq <= maxOld || topic != nil || lastErr != nil {
+		t.Fatalf("new row: seq=%d (old max %d) topic=%v last_error=%v", seq, maxOld, topic, lastErr)
+	}
+	// Applying again changes nothing.
+	if _, err := migrations.Apply(ctx, conn, "public", nil); err != nil {
+		t.Fatal(err)
+	}
+	var after int
+	_ = conn.QueryRow(ctx, `SELECT count(*) FROM outbox_event`).Scan(&after)
+	if after != 51 {
+		t.Fatalf("rows after second apply: %d, want 51", after)
+	}
+}
+
+func TestConcurrentApplyIsSerialized(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testenv.EmptyDB(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Close(ctx)
+			_, err = migrations.Apply(ctx, conn, "outbox", nil)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent apply: %v", err)
+		}
+	}
+	conn := connect(t, dsn)
+	if !tables(t, conn, "outbox")["outbox_event"] {
+		t.Fatal("outbox.outbox_event missing")
+	}
+	if tables(t, conn, "public")["outbox_event"] {
+		t.Fatal("public.outbox_event created although the schema was outbox")
+	}
+	v, err := migrations.Version(ctx, conn, "outbox")
+	if err != nil || int(v) != migrations.Count() {
+		t.Fatalf("version %d, %v", v, err)
+	}
+}
+
+func TestInsertNotifiesOncePerStatement(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testenv.DB(t)
+	listener := connect(t, dsn)
+	if _, err := listener.Exec(ctx, "LISTEN "+pgx.Identifier{migrations.Channel("public")}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	writer := connect(t, dsn)
+	if _, err := writer.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+		SELECT gen_random_uuid(), 'order', 'o-' || g, 'OrderPlaced', '{}' FROM generate_series(1, 100) g`); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := listener.WaitForNotification(wctx); err != nil {
+		t.Fatalf("no notification after insert: %v", err)
+	}
+	wctx2, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel2()
+	if n, err := listener.WaitForNotification(wctx2); err == nil {
+		t.Fatalf("a second notification for one statement: %+v", n)
+	}
+}
+
+func TestRejectsBadSchemaName(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"", "1abc", `a"b`, "a;drop table x", "a b"} {
+		if err := migrations.ValidateSchema(bad); err == nil {
+			t.Errorf("schema %q accepted", bad)
+		}
+	}
+}
