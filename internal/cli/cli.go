@@ -58,8 +58,16 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"migrate", "apply the schema migrations and exit", runMigrate},
-		{"status", "one-shot snapshot of the outbox; non-zero exit past thresholds", notBuilt("status")},
-		{"demo", "the embedded demo: throwaway PostgreSQL, in-process Kafka, simulated orders, the console", notBuilt("demo")},
+		{"status", "one-shot snapshot of the outbox; non-zero exit past --max-oldest/--max-failed", runStatus},
+		{"events", "list events in a state, with filters", runEvents},
+		{"retry", "make failed or scheduled events ready now", runRetry},
+		{"reset-lease", "make leased events claimable now", runResetLease},
+		{"park", "mark events failed on purpose, with a reason", runPark},
+		{"skip", "park the event that blocks an aggregate so the rest flows", runSkip},
+		{"archive", "move published events to outbox_event_archive", runArchive},
+		{"replay", "put archived or published events back into the outbox", runReplay},
+		{"demo", "the embedded demo: throwaway PostgreSQL, in-process Kafka, simulated orders, the console", runDemo},
+		{"serve", "serve the console over SSH", runServe},
 		{"version", "print the version", runVersion},
 		{"help", "show this help", nil},
 	}

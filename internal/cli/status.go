@@ -1,0 +1,7 @@
+package cli
+
+// Stubs until the inspect issue lands: status and events.
+var (
+	runStatus = notBuilt("status")
+	runEvents = notBuilt("events")
+)
