@@ -1,0 +1,39 @@
+// Package inbox is the consumer's side of the transactional outbox: it makes
+// the effect of a Kafka record happen once per consumer even though outboxtop's
+// relay delivers each event at least once.
+//
+// Handle inserts (consumer_name, event_id) into consumed_event with ON
+// CONFLICT DO NOTHING and, in the same transaction, runs the caller's apply
+// only when the row was new. The event id comes from the record's event_id
+// header, which the relay sets; a record without a valid one is an error
+// (ErrNoEventID, ErrMalformedEventID), never applied blindly.
+//
+// A consumer on franz-go commits offsets after handling, so a crash in between
+// becomes a redelivery that Handle skips:
+//
+//	cl, _ := kgo.NewClient(
+//		kgo.SeedBrokers(brokers...),
+//		kgo.ConsumerGroup("billing"),
+//		kgo.ConsumeRegex(), kgo.ConsumeTopics(`^outbox\.`),
+//		kgo.DisableAutoCommit(),
+//	)
+//	for {
+//		fetches := cl.PollFetches(ctx)
+//		for _, rec := range fetches.Records() {
+//			_, err := inbox.Handle(ctx, pool, "billing", rec, func(ctx context.Context, tx pgx.Tx) error {
+//				_, err := tx.Exec(ctx, `UPDATE account SET balance = balance + $1 WHERE id = $2`, amount(rec), string(rec.Key))
+//				return err
+//			})
+//			if err != nil { … retry the record, or park it and stop … }
+//		}
+//		if err := cl.CommitUncommittedOffsets(ctx); err != nil { … }
+//	}
+//
+// The effect must be made through the transaction apply is given: an effect
+// outside it (an HTTP call, a second database) is not covered, and a
+// redelivery after a failed commit repeats it.
+//
+// consumed_event grows by one row per event and consumer; Prune removes rows
+// older than an age in small batches. Keep that age longer than any
+// redelivery can be late.
+package inbox
