@@ -1,0 +1,30 @@
+package inspect
+
+import (
+	"os"
+	"os/user"
+	"strings"
+)
+
+// DefaultActor names the person acting when no actor is given: the OS user, plus the
+// SSH client's address when SSH_CONNECTION is set ("alice via ssh from
+// 203.0.113.7"). getenv is os.Getenv unless a caller substitutes it.
+func DefaultActor(getenv func(string) string) string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if name == "" {
+		name = getenv("USER")
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	if f := strings.Fields(getenv("SSH_CONNECTION")); len(f) > 0 {
+		name += " via ssh from " + f[0]
+	}
+	return name
+}

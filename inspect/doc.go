@@ -1,0 +1,78 @@
+// Package inspect is the read model of the outbox and its audited triage actions.
+// The console (tui), the command line (status, events, retry, …) and the relay's
+// retention all go through it; each owns no SQL of its own about the outbox's state.
+//
+// # Reading
+//
+// An Inspector is made once per pool and schema:
+//
+//	in, err := inspect.New(pool, "public")          // or inspect.New(pool, schema, inspect.ReadOnly())
+//	snap, err := in.Snapshot(ctx)                    // the Overview: counts, ages, rates, blocked, health
+//	page, err := in.List(ctx, inspect.ListOptions{   // one view's rows, keyset-paginated
+//		State:  eventstate.Failed,
+//		Filter: inspect.Filter{EventType: "OrderPlaced"},
+//		Limit:  50,
+//	})
+//	next, err := in.List(ctx, inspect.ListOptions{State: eventstate.Failed, After: page.Next, Limit: 50})
+//	ev, err := in.Detail(ctx, id)                    // every column, payload, headers, inbox rows
+//
+// States are eventstate's, evaluated by PostgreSQL's clock (now()) with eventstate's SQL
+// conditions, never re-derived here. Archived (rows in outbox_event_archive) is listed
+// like a state but is not one of the outbox's states.
+//
+// # Cost on a big table
+//
+// A Snapshot must stay cheap with millions of published rows, so nothing in it scans
+// published history. Counts of unpublished rows are exact (they use the partial
+// indexes on published_at IS NULL and are expected to be small). The published and
+// archived totals, the published windows (1 m, 5 m, 1 h) and inbox totals are exact
+// while small and become estimates past a cap: totals from the planner's row estimate,
+// windows by extrapolating the newest rows' rate. Such numbers are a Count whose
+// Estimate field says so, in Go and in JSON.
+//
+// # Acting
+//
+// Every action takes a Request: an Action, a target (explicit event ids, a Filter, or
+// both), and optionally From, the state the operator saw. DryRun counts the rows the
+// action would touch; Do performs it and writes exactly one outbox_audit row. Each
+// action's statement re-checks the source state inside its own transaction, so a row
+// that changed state between listing and acting (published, claimed, retried by
+// someone else) is left alone and not counted: fencing to the state the operator saw.
+//
+//	retry        failed or scheduled → ready now; failed ones get attempts = 0 and
+//	             failed_at cleared (last_error is kept as history until the next try).
+//	reset-lease  leased → claimable now (lease_until = now()). The holder may still
+//	             publish and even mark the event: a duplicate, which consumers' inboxes
+//	             absorb. Use it when a relay died holding a long lease.
+//	park         ready, scheduled or leased → failed on purpose, last_error =
+//	             "parked by <actor>: <reason>". Parking unblocks nothing: a failed event
+//	             still holds back the later events of its aggregate.
+//	skip         the event that blocks an aggregate (its oldest unpublished event, when
+//	             failed or scheduled) is moved to outbox_event_archive with failed_at
+//	             set and last_error "skipped by <actor>: <reason>" — out of the outbox,
+//	             so the aggregate's later events flow. Replay brings it back.
+//	archive      published → outbox_event_archive, in batches of BatchSize, each its
+//	             own short transaction; never one giant transaction.
+//	replay       published or archived events back into the outbox, ready now, at the
+//	             end of their aggregate's order (a new seq), in their original order.
+//	             Without NewID the event keeps its event_id: consumers that already
+//	             applied it skip it (their inbox has the id), which suits re-filling a
+//	             topic or feeding a new consumer; replay_of is set to the event's own id
+//	             and created_at is kept. With NewID a new event is inserted with a fresh
+//	             event_id, created_at = now() and replay_of = the original's id, and the
+//	             original is left where it is: every consumer applies it again.
+//
+// A read-only Inspector refuses Do (and the retention helpers) with ErrReadOnly;
+// reading and DryRun still work. Park and skip need a Reason (ErrReasonRequired).
+// Retry, reset-lease, park, skip and replay refuse an empty target (ErrNoTarget) so a
+// missing flag never means "every event"; Filter.All says that on purpose.
+//
+// The actor recorded in the audit row is Request.Actor, else DefaultActor: the OS
+// user plus the SSH client address from SSH_CONNECTION.
+//
+// # Retention
+//
+// ArchiveOlderThan and DeleteArchivedOlderThan are for the relay's --archive-after
+// and --archive-retention: batched, no audit row (they are policy, not an operator's
+// act). Skipped events in the archive are never deleted by retention.
+package inspect

@@ -1,0 +1,94 @@
+package inspect
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxtop/outboxtop/internal/eventstate"
+)
+
+// Event is one row of outbox_event (or of outbox_event_archive, when ArchivedAt is
+// set). Nullable columns are pointers or empty strings. Text fields are the database's
+// bytes as they are: sanitize before putting them on a terminal.
+type Event struct {
+	EventID       string           `json:"event_id"`
+	Seq           int64            `json:"seq"`
+	State         eventstate.State `json:"state"` // Archived for archive rows
+	AggregateType string           `json:"aggregate_type"`
+	AggregateID   string           `json:"aggregate_id"`
+	EventType     string           `json:"event_type"`
+	Topic         string           `json:"topic,omitempty"`
+	CreatedAt     time.Time        `json:"created_at"`
+	AvailableAt   time.Time        `json:"available_at"`
+	Attempts      int32            `json:"attempts"`
+	LeaseToken    string           `json:"lease_token,omitempty"`
+	LeaseUntil    *time.Time       `json:"lease_until,omitempty"`
+	// LeaseExpired: a lease token whose lease_until has passed without a mark; the
+	// event is claimable again (its State is ready or scheduled).
+	LeaseExpired   bool       `json:"lease_expired"`
+	PublishedAt    *time.Time `json:"published_at,omitempty"`
+	FailedAt       *time.Time `json:"failed_at,omitempty"`
+	LastError      string     `json:"last_error,omitempty"`
+	KafkaTopic     string     `json:"kafka_topic,omitempty"`
+	KafkaPartition *int32     `json:"kafka_partition,omitempty"`
+	KafkaOffset    *int64     `json:"kafka_offset,omitempty"`
+	ReplayOf       string     `json:"replay_of,omitempty"`
+	ArchivedAt     *time.Time `json:"archived_at,omitempty"`
+	// Age is now() − created_at by the database's clock when the row was read.
+	Age          Age `json:"age_seconds"`
+	PayloadBytes int `json:"payload_bytes"`
+	// Payload and Headers are filled by Detail only.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	Headers json.RawMessage `json:"headers,omitempty"`
+}
+
+// stateCase computes eventstate's state in SQL, from its conditions.
+const stateCase = `CASE WHEN ` + eventstate.PublishedSQL + ` THEN 'published'` +
+	` WHEN ` + eventstate.FailedSQL + ` THEN 'failed'` +
+	` WHEN ` + eventstate.LeasedSQL + ` THEN 'leased'` +
+	` WHEN ` + eventstate.ReadySQL + ` THEN 'ready'` +
+	` ELSE 'scheduled' END`
+
+// The select lists for outbox_event and the archive, in the order scanEvent reads.
+// The last two are payload and headers, or NULLs when withBody is false.
+func eventColumns(archived, withBody bool) string {
+	state, archivedAt := stateCase, "NULL::timestamptz"
+	if archived {
+		state, archivedAt = "'archived'", "archived_at"
+	}
+	body := "NULL::jsonb, NULL::jsonb"
+	if withBody {
+		body = "payload, headers"
+	}
+	return `event_id::text, seq, ` + state + `, aggregate_type, aggregate_id, event_type,
+		coalesce(topic, ''), created_at, available_at, attempts, coalesce(lease_token::text, ''), lease_until,
+		coalesce(` + eventstate.ExpiredLeaseSQL + `, false), published_at, failed_at, coalesce(last_error, ''),
+		coalesce(kafka_topic, ''), kafka_partition, kafka_offset, coalesce(replay_of::text, ''), ` + archivedAt + `,
+		extract(epoch from now() - created_at)::float8, octet_length(payload::text), ` + body
+}
+
+func scanEvent(row pgx.Row) (Event, error) {
+	var e Event
+	var state string
+	var age float64
+	var payload, headers []byte
+	err := row.Scan(&e.EventID, &e.Seq, &state, &e.AggregateType, &e.AggregateID, &e.EventType,
+		&e.Topic, &e.CreatedAt, &e.AvailableAt, &e.Attempts, &e.LeaseToken, &e.LeaseUntil,
+		&e.LeaseExpired, &e.PublishedAt, &e.FailedAt, &e.LastError,
+		&e.KafkaTopic, &e.KafkaPartition, &e.KafkaOffset, &e.ReplayOf, &e.ArchivedAt,
+		&age, &e.PayloadBytes, &payload, &headers)
+	if err != nil {
+		return Event{}, err
+	}
+	e.State = eventstate.State(state)
+	e.Age = Age(time.Duration(age * float64(time.Second)))
+	if payload != nil {
+		e.Payload = json.RawMessage(payload)
+	}
+	if headers != nil {
+		e.Headers = json.RawMessage(headers)
+	}
+	return e, nil
+}

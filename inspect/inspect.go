@@ -1,0 +1,156 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outboxtop/outboxtop/internal/eventstate"
+	"github.com/outboxtop/outboxtop/migrations"
+)
+
+// Archived is not one of the outbox's states: it names the rows in
+// outbox_event_archive, which List and Detail read like a state.
+const Archived eventstate.State = "archived"
+
+// Sentinel errors callers branch on.
+var (
+	// ErrReadOnly: the Inspector was made with ReadOnly and an action was asked for.
+	ErrReadOnly = errors.New("read-only mode: actions are refused")
+	// ErrNoTarget: an action without ids and without a filter (set Filter.All to
+	// mean every eligible event).
+	ErrNoTarget = errors.New("no target: name event ids or a filter")
+	// ErrReasonRequired: park and skip need a reason.
+	ErrReasonRequired = errors.New("a reason is required")
+	// ErrNotFound: Detail of an id that is in neither outbox_event nor the archive.
+	ErrNotFound = errors.New("event not found")
+)
+
+// Inspector reads the outbox in one schema and performs the triage actions. It is
+// safe for concurrent use.
+type Inspector struct {
+	pool     *pgxpool.Pool
+	schema   string
+	readOnly bool
+	// schema-qualified, quoted table names: the only non-constant SQL fragments,
+	// built from a validated identifier, never from user text.
+	outbox, archive, consumed, audit string
+}
+
+// Option configures an Inspector.
+type Option func(*Inspector)
+
+// ReadOnly makes Do and the retention helpers return ErrReadOnly.
+func ReadOnly() Option { return func(i *Inspector) { i.readOnly = true } }
+
+// New returns an Inspector on schema (outboxtop's tables, migrated).
+func New(pool *pgxpool.Pool, schema string, opts ...Option) (*Inspector, error) {
+	if err := migrations.ValidateSchema(schema); err != nil {
+		return nil, err
+	}
+	i := &Inspector{
+		pool:     pool,
+		schema:   schema,
+		outbox:   pgx.Identifier{schema, "outbox_event"}.Sanitize(),
+		archive:  pgx.Identifier{schema, "outbox_event_archive"}.Sanitize(),
+		consumed: pgx.Identifier{schema, "consumed_event"}.Sanitize(),
+		audit:    pgx.Identifier{schema, "outbox_audit"}.Sanitize(),
+	}
+	for _, o := range opts {
+		o(i)
+	}
+	return i, nil
+}
+
+// Schema is the schema the Inspector reads.
+func (i *Inspector) Schema() string { return i.schema }
+
+// IsReadOnly reports whether actions are refused.
+func (i *Inspector) IsReadOnly() bool { return i.readOnly }
+
+// Count is a number that may be an estimate. Estimate is true when the value comes
+// from the planner's statistics or an extrapolation rather than counting rows.
+type Count struct {
+	Value    int64 `json:"value"`
+	Estimate bool  `json:"estimate"`
+}
+
+func (c Count) String() string {
+	if c.Estimate {
+		return "~" + strconv.FormatInt(c.Value, 10)
+	}
+	return strconv.FormatInt(c.Value, 10)
+}
+
+// Age is a duration that reads as fractional seconds in JSON.
+type Age time.Duration
+
+// Duration returns a as a time.Duration.
+func (a Age) Duration() time.Duration { return time.Duration(a) }
+
+// MarshalJSON writes seconds, with millisecond precision.
+func (a Age) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.FormatFloat(time.Duration(a).Round(time.Millisecond).Seconds(), 'f', -1, 64)), nil
+}
+
+// UnmarshalJSON reads seconds.
+func (a *Age) UnmarshalJSON(b []byte) error {
+	var s float64
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*a = Age(time.Duration(s * float64(time.Second)))
+	return nil
+}
+
+func (a Age) String() string { return time.Duration(a).Round(time.Millisecond).String() }
+
+// countCapped counts the rows of query (a SELECT of anything, without LIMIT) exactly
+// up to limit rows; past that it returns the planner's estimate, marked as such.
+func countCapped(ctx context.Context, q querier, query string, limit int64, args ...any) (Count, error) {
+	var n int64
+	capped := "SELECT count(*) FROM (" + query + " LIMIT " + strconv.FormatInt(limit+1, 10) + ") capped"
+	if err := q.QueryRow(ctx, capped, args...).Scan(&n); err != nil {
+		return Count{}, err
+	}
+	if n <= limit {
+		return Count{Value: n}, nil
+	}
+	est, err := planRows(ctx, q, query, args...)
+	if err != nil {
+		return Count{}, err
+	}
+	if est < n {
+		est = n
+	}
+	return Count{Value: est, Estimate: true}, nil
+}
+
+// planRows is the planner's row estimate for query.
+func planRows(ctx context.Context, q querier, query string, args ...any) (int64, error) {
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		} `json:"Plan"`
+	}
+	var raw []byte
+	if err := q.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+query, args...).Scan(&raw); err != nil {
+		return 0, fmt.Errorf("estimating: %w", err)
+	}
+	if err := json.Unmarshal(raw, &plan); err != nil || len(plan) == 0 {
+		return 0, fmt.Errorf("reading plan estimate: %v", err)
+	}
+	return int64(plan[0].Plan.Rows), nil
+}
+
+// querier is what both a pool and a transaction offer.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}

@@ -1,0 +1,196 @@
+package inspect
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/outboxtop/outboxtop/internal/eventstate"
+)
+
+// Sort names the column a List is ordered by; seq breaks ties (and is the key of
+// the cursor together with the sort column).
+type Sort string
+
+// The sort keys. SortSeq (insertion order) is the default.
+const (
+	SortSeq         Sort = "seq"
+	SortCreatedAt   Sort = "created_at"
+	SortAvailableAt Sort = "available_at"
+	SortLeaseUntil  Sort = "lease_until"
+	SortFailedAt    Sort = "failed_at"
+	SortPublishedAt Sort = "published_at"
+	SortArchivedAt  Sort = "archived_at"
+	SortAttempts    Sort = "attempts"
+)
+
+// Sorts lists the sort keys, for flag help and key maps.
+var Sorts = []Sort{SortSeq, SortCreatedAt, SortAvailableAt, SortLeaseUntil, SortFailedAt, SortPublishedAt, SortArchivedAt, SortAttempts}
+
+// sortExpr is a sort key's SQL expression (nulls folded to the low end so keyset
+// comparison works) and the cast that reads the cursor's text back.
+func sortExpr(s Sort) (expr, cast string, err error) {
+	switch s {
+	case SortSeq, "":
+		return "seq", "bigint", nil
+	case SortCreatedAt, SortAvailableAt:
+		return string(s), "timestamptz", nil
+	case SortLeaseUntil, SortFailedAt, SortPublishedAt, SortArchivedAt:
+		return "coalesce(" + string(s) + ", '-infinity')", "timestamptz", nil
+	case SortAttempts:
+		return "attempts", "integer", nil
+	}
+	return "", "", fmt.Errorf("unknown sort %q", string(s))
+}
+
+// ListOptions selects one page of events.
+type ListOptions struct {
+	// State is an eventstate state (pending = ready + scheduled) or Archived.
+	State  eventstate.State
+	Filter Filter
+	Sort   Sort
+	Desc   bool
+	// Limit is the page size: default 50, at most 1000.
+	Limit int
+	// After is the Next of the previous page ("" for the first page).
+	After string
+}
+
+// Page is one page of a List.
+type Page struct {
+	Events []Event `json:"events"`
+	// Next continues the listing after the last event; "" when this is the last page.
+	Next string `json:"next,omitempty"`
+}
+
+type cursor struct {
+	Key string `json:"k"`
+	Seq int64  `json:"s"`
+}
+
+// List returns a page of events in a state, keyset-paginated: a page never skips or
+// repeats a row because rows before it changed; a row that changes state simply
+// leaves the listing. Payload and headers are left out (see Detail).
+func (i *Inspector) List(ctx context.Context, o ListOptions) (Page, error) {
+	if err := o.Filter.Validate(); err != nil {
+		return Page{}, err
+	}
+	expr, cast, err := sortExpr(o.Sort)
+	if err != nil {
+		return Page{}, err
+	}
+	limit := o.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	if limit > 1000 {
+		limit = 1000
+	}
+	archived := o.State == Archived
+	if archived && (o.Sort == SortLeaseUntil) {
+		return Page{}, fmt.Errorf("sort %q does not apply to archived events", o.Sort)
+	}
+	if !archived && o.Sort == SortArchivedAt {
+		return Page{}, fmt.Errorf("sort %q applies to archived events only", o.Sort)
+	}
+	table, ageCol := i.outbox, "created_at"
+	var w where
+	if archived {
+		table, ageCol = i.archive, "coalesce(published_at, created_at)"
+	} else {
+		cond, err := eventstate.SQL(o.State)
+		if err != nil {
+			return Page{}, err
+		}
+		w.add(cond)
+		if o.State == eventstate.Published {
+			ageCol = "published_at"
+		}
+	}
+	w.addFilter(o.Filter, ageCol)
+	if o.After != "" {
+		c, err := decodeCursor(o.After)
+		if err != nil {
+			return Page{}, err
+		}
+		op := ">"
+		if o.Desc {
+			op = "<"
+		}
+		if expr == "seq" {
+			w.add("seq "+op+" ?", c.Seq)
+		} else {
+			w.add("("+expr+", seq) "+op+" (?::"+cast+", ?)", c.Key, c.Seq)
+		}
+	}
+	dir := "ASC"
+	if o.Desc {
+		dir = "DESC"
+	}
+	order := "seq " + dir
+	if expr != "seq" {
+		order = expr + " " + dir + ", seq " + dir
+	}
+	q := "SELECT " + eventColumns(archived, false) + ", (" + expr + ")::text FROM " + table +
+		" WHERE " + w.sql() + " ORDER BY " + order + " LIMIT " + strconv.Itoa(limit+1)
+	rows, err := i.pool.Query(ctx, q, w.args...)
+	if err != nil {
+		return Page{}, fmt.Errorf("listing %s events: %w", o.State, err)
+	}
+	defer rows.Close()
+	var page Page
+	var keys []string
+	for rows.Next() {
+		var e Event
+		var key string
+		e, err = scanEventKey(rows, &key)
+		if err != nil {
+			return Page{}, fmt.Errorf("listing %s events: %w", o.State, err)
+		}
+		page.Events = append(page.Events, e)
+		keys = append(keys, key)
+	}
+	if err := rows.Err(); err != nil {
+		return Page{}, fmt.Errorf("listing %s events: %w", o.State, err)
+	}
+	if len(page.Events) > limit {
+		last := page.Events[limit-1]
+		page.Events = page.Events[:limit]
+		page.Next = encodeCursor(cursor{Key: keys[limit-1], Seq: last.Seq})
+	}
+	if page.Events == nil {
+		page.Events = []Event{}
+	}
+	return page, nil
+}
+
+// scanEventKey scans eventColumns plus a trailing sort key.
+func scanEventKey(rows interface{ Scan(...any) error }, key *string) (Event, error) {
+	return scanEvent(rowWithKey{rows, key})
+}
+
+type rowWithKey struct {
+	r   interface{ Scan(...any) error }
+	key *string
+}
+
+func (r rowWithKey) Scan(dest ...any) error { return r.r.Scan(append(dest, r.key)...) }
+
+func encodeCursor(c cursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (cursor, error) {
+	var c cursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil {
+		return cursor{}, fmt.Errorf("invalid page cursor")
+	}
+	return c, nil
+}
