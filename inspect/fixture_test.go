@@ -17,12 +17,12 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // in the past); nil pointers are NULL.
 type row struct {
 	id, aggType, aggID, eventType string
-	created, available           time.Duration
-	attempts                     int
-	leaseToken                   string
-	leaseUntil                   *time.Duration
-	published, failed            *time.Duration
-	lastError                    string
+	created, available            time.Duration
+	attempts                      int
+	leaseToken                    string
+	leaseUntil                    *time.Duration
+	published, failed             *time.Duration
+	lastError                     string
 }
 
 func ago(d time.Duration) *time.Duration { v := -d; return &v }

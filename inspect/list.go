@@ -133,7 +133,7 @@ func (i *Inspector) List(ctx context.Context, o ListOptions) (Page, error) {
 	if expr != "seq" {
 		order = expr + " " + dir + ", seq " + dir
 	}
-	q := "SELECT " + eventColumns(archived, false) + ", (" + expr + ")::text FROM " + table +
+	q := "SELECT " + eventColumns(archived, false) + ", (" + expr + ")::text AS sort_key FROM " + table +
 		" WHERE " + w.sql() + " ORDER BY " + order + " LIMIT " + strconv.Itoa(limit+1)
 	rows, err := i.pool.Query(ctx, q, w.args...)
 	if err != nil {
