@@ -1,0 +1,150 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/outboxtop/outboxtop/migrations"
+)
+
+// Ordering is how the relay orders publication.
+type Ordering string
+
+const (
+	// OrderAggregate publishes each aggregate's events in seq order (default).
+	OrderAggregate Ordering = "aggregate"
+	// OrderNone publishes in claim order with no per-aggregate guarantee.
+	OrderNone Ordering = "none"
+)
+
+// Config tunes a relay. Zero fields take the defaults in DefaultConfig.
+type Config struct {
+	Schema          string
+	BatchSize       int
+	InFlight        int
+	Lease           time.Duration
+	MaxAttempts     int
+	BackoffBase     time.Duration
+	BackoffMax      time.Duration
+	PollInterval    time.Duration
+	NotifyCooldown  time.Duration
+	Ordering        Ordering
+	TopicTemplate   string
+	MaxMessageBytes int
+	// PublishTimeout bounds how long a batch waits for Kafka's acknowledgements;
+	// records still unacknowledged then count as failed (and, if the brokers do not
+	// answer, as an outage).
+	PublishTimeout time.Duration
+	// Drain makes Run return once nothing is publishable.
+	Drain bool
+	// ShutdownTimeout bounds how long Run waits for in-flight batches after its
+	// context is cancelled before it releases their leases.
+	ShutdownTimeout time.Duration
+	Logger          *slog.Logger
+	Metrics         *Metrics
+}
+
+// DefaultConfig holds the defaults.
+var DefaultConfig = Config{
+	Schema:          migrations.DefaultSchema,
+	BatchSize:       1000,
+	InFlight:        4,
+	Lease:           60 * time.Second,
+	MaxAttempts:     10,
+	BackoffBase:     time.Second,
+	BackoffMax:      5 * time.Minute,
+	PollInterval:    time.Second,
+	NotifyCooldown:  2 * time.Millisecond,
+	Ordering:        OrderAggregate,
+	TopicTemplate:   "outbox.{aggregate_type}",
+	MaxMessageBytes: 1_000_000,
+	PublishTimeout:  20 * time.Second,
+	ShutdownTimeout: 30 * time.Second,
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig
+	if c.Schema == "" {
+		c.Schema = d.Schema
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = d.BatchSize
+	}
+	if c.InFlight == 0 {
+		c.InFlight = d.InFlight
+	}
+	if c.Lease == 0 {
+		c.Lease = d.Lease
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = d.MaxAttempts
+	}
+	if c.BackoffBase == 0 {
+		c.BackoffBase = d.BackoffBase
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = d.BackoffMax
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = d.PollInterval
+	}
+	if c.NotifyCooldown == 0 {
+		c.NotifyCooldown = d.NotifyCooldown
+	}
+	if c.Ordering == "" {
+		c.Ordering = d.Ordering
+	}
+	if c.TopicTemplate == "" {
+		c.TopicTemplate = d.TopicTemplate
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = d.PublishTimeout
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = d.ShutdownTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot work, in words a flag user
+// understands.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case migrations.ValidateSchema(c.Schema) != nil:
+		return migrations.ValidateSchema(c.Schema)
+	case c.BatchSize < 1 || c.BatchSize > 100_000:
+		return fmt.Errorf("--batch-size must be between 1 and 100000, not %d", c.BatchSize)
+	case c.InFlight < 1 || c.InFlight > 64:
+		return fmt.Errorf("--in-flight must be between 1 and 64, not %d", c.InFlight)
+	case c.Lease < time.Second:
+		return fmt.Errorf("--lease must be at least 1s, not %v", c.Lease)
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("--max-attempts must be at least 1, not %d", c.MaxAttempts)
+	case c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase:
+		return fmt.Errorf("--backoff-base (%v) must be positive and at most --backoff-max (%v)", c.BackoffBase, c.BackoffMax)
+	case c.PollInterval < 10*time.Millisecond:
+		return fmt.Errorf("--poll-interval must be at least 10ms, not %v", c.PollInterval)
+	case c.Ordering != OrderAggregate && c.Ordering != OrderNone:
+		return fmt.Errorf("--ordering must be aggregate or none, not %q", c.Ordering)
+	case c.PublishTimeout < 100*time.Millisecond || c.PublishTimeout >= c.Lease:
+		return fmt.Errorf("--publish-timeout must be at least 100ms and shorter than --lease (%v), not %v", c.Lease, c.PublishTimeout)
+	case c.MaxMessageBytes < 1024:
+		return fmt.Errorf("--kafka-max-message-bytes must be at least 1024, not %d", c.MaxMessageBytes)
+	}
+	if err := ValidateTemplate(c.TopicTemplate); err != nil {
+		return err
+	}
+	return nil
+}
+
+// ErrStopped is returned by Run in drain mode when it stopped on an error.
+var ErrStopped = errors.New("relay stopped")

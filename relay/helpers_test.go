@@ -1,0 +1,214 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/outboxtop/outboxtop/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+type bundle struct {
+	pool  *pgxpool.Pool
+	kafka *testenv.Kafka
+	net   *switchboard
+	topic string // full name of the test's topic for aggregate_type "order"
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	pool, _ := testenv.Pool(t)
+	k := testenv.NewKafka(t)
+	k.CreateTopics(t, 3, "outbox.order")
+	return &bundle{pool: pool, kafka: k, net: &switchboard{}, topic: k.Prefix + "outbox.order"}
+}
+
+// config is a relay config for the test's topics with quick timings.
+func (b *bundle) config() Config {
+	return Config{
+		TopicTemplate:   b.kafka.Prefix + "outbox.{aggregate_type}",
+		BackoffBase:     50 * time.Millisecond,
+		BackoffMax:      200 * time.Millisecond,
+		PollInterval:    50 * time.Millisecond,
+		ShutdownTimeout: 5 * time.Second,
+		Logger:          testLogger(),
+	}
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("OUTBOXTOP_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func (b *bundle) client(t *testing.T, kc KafkaConfig) *kgo.Client {
+	t.Helper()
+	kc.Brokers = b.kafka.Brokers
+	if kc.DeliveryTimeout == 0 {
+		kc.DeliveryTimeout = 2 * time.Second
+	}
+	kc.Extra = append(kc.Extra, kgo.Dialer(b.net.dial))
+	cl, err := NewKafkaClient(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func (b *bundle) relay(t *testing.T, cfg Config) *Relay {
+	t.Helper()
+	r, err := New(b.pool, b.client(t, KafkaConfig{MaxMessageBytes: cfg.MaxMessageBytes}), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// start runs r until the returned stop is called (or the test ends).
+func start(t *testing.T, r *Relay) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- r.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() { cancel(); err = <-errc })
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// insertSeed inserts n events with only the seed's columns: aggregate i%aggs.
+func (b *bundle) insertSeed(t *testing.T, n, aggs int, aggPrefix string) {
+	t.Helper()
+	_, err := b.pool.Exec(context.Background(), `
+		INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+		SELECT gen_random_uuid(), 'order', $3 || (g % $2), 'OrderPlaced', jsonb_build_object('n', g, 'pad', repeat('x', 200))
+		FROM generate_series(1, $1) g ORDER BY g`, n, aggs, aggPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b *bundle) count(t *testing.T, where string) int {
+	t.Helper()
+	var n int
+	if err := b.pool.QueryRow(context.Background(), "SELECT count(*) FROM outbox_event WHERE "+where).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitFor polls cond (a database condition, not a timing) until it holds.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// delivered reads want records from topic and returns them in partition/offset order
+// with each record's event id.
+func (b *bundle) delivered(t *testing.T, want int, topics ...string) []*kgo.Record {
+	t.Helper()
+	recs := b.kafka.Consume(t, want, 60*time.Second, topics...)
+	if len(recs) < want {
+		t.Fatalf("consumed %d records, want %d", len(recs), want)
+	}
+	return recs
+}
+
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// seqs maps event ids to seq and aggregate.
+func (b *bundle) seqs(t *testing.T) map[string]struct {
+	seq int64
+	agg string
+} {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), `SELECT event_id, seq, aggregate_id FROM outbox_event`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]struct {
+		seq int64
+		agg string
+	}{}
+	for rows.Next() {
+		var id uuid.UUID
+		var seq int64
+		var agg string
+		if err := rows.Scan(&id, &seq, &agg); err != nil {
+			t.Fatal(err)
+		}
+		out[id.String()] = struct {
+			seq int64
+			agg string
+		}{seq, agg}
+	}
+	return out
+}
+
+// switchboard is a dialer the tests can cut: a broker outage without stopping
+// the broker, for kfake and a real cluster alike.
+type switchboard struct {
+	mu    sync.Mutex
+	down  bool
+	conns []net.Conn
+}
+
+func (s *switchboard) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return nil, fmt.Errorf("dial %s: connection refused (test outage)", addr)
+	}
+	c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)
+	if err == nil {
+		s.conns = append(s.conns, c)
+	}
+	return c, err
+}
+
+func (s *switchboard) cut() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = true
+	for _, c := range s.conns {
+		_ = c.Close()
+	}
+	s.conns = nil
+}
+
+func (s *switchboard) restore() {
+	s.mu.Lock()
+	s.down = false
+	s.mu.Unlock()
+}

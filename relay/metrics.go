@@ -1,0 +1,49 @@
+package relay
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the relay's Prometheus metrics. Labels are bounded: none carries an
+// event id, aggregate or topic.
+type Metrics struct {
+	Published       prometheus.Counter
+	Failed          prometheus.Counter
+	Retried         prometheus.Counter
+	Released        prometheus.Counter
+	LostFences      prometheus.Counter
+	LeaseRenewals   prometheus.Counter
+	CommitToAck     prometheus.Histogram
+	ClaimSeconds    prometheus.Histogram
+	MarkSeconds     prometheus.Histogram
+	BatchSize       prometheus.Histogram
+	BrokerReachable prometheus.Gauge
+	Paused          prometheus.Gauge
+}
+
+// NewMetrics creates the relay's metrics and registers them with reg (when not nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	ns := "outboxtop_relay"
+	m := &Metrics{
+		Published:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "published_total", Help: "Events acknowledged by Kafka and marked published."}),
+		Failed:        prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "failed_total", Help: "Events failed (dead): out of attempts or an error that cannot succeed."}),
+		Retried:       prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "retried_total", Help: "Events scheduled again after a failed attempt."}),
+		Released:      prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "released_total", Help: "Events released without an attempt (broker outage, queued behind a failed event of their aggregate, shutdown)."}),
+		LostFences:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lost_fences_total", Help: "Events whose lease was lost before the mark (published again by another relay)."}),
+		LeaseRenewals: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lease_renewals_total", Help: "Lease renewals of slow batches."}),
+		CommitToAck: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "commit_to_ack_seconds",
+			Help: "From the event's created_at (its transaction's start) to Kafka's acknowledgement.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}),
+		ClaimSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "claim_seconds", Help: "Duration of a claim transaction.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		MarkSeconds:  prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "mark_seconds", Help: "Duration of a batch's mark statement.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		BatchSize:    prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "batch_size", Help: "Events per claimed batch.", Buckets: prometheus.ExponentialBuckets(1, 2, 15)}),
+		BrokerReachable: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "broker_reachable",
+			Help: "1 while Kafka answers, 0 during an outage."}),
+		Paused: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "paused", Help: "1 while the relay is paused by an operator."}),
+	}
+	m.BrokerReachable.Set(1)
+	if reg != nil {
+		reg.MustRegister(m.Published, m.Failed, m.Retried, m.Released, m.LostFences, m.LeaseRenewals,
+			m.CommitToAck, m.ClaimSeconds, m.MarkSeconds, m.BatchSize, m.BrokerReachable, m.Paused)
+	}
+	return m
+}

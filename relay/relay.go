@@ -1,0 +1,405 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/outboxtop/outboxtop/migrations"
+)
+
+// Relay moves outbox events to Kafka. Create it with New and start it with Run;
+// Pause, Resume and Status are safe to call from other goroutines.
+type Relay struct {
+	pool  *pgxpool.Pool
+	kafka *kgo.Client
+	cfg   Config
+	sql   statements
+	log   *slog.Logger
+	m     *Metrics
+
+	wake      chan struct{} // a NOTIFY arrived
+	settled   chan struct{} // a batch finished: its aggregates may be unblocked
+	resume    chan struct{}
+	mu        sync.Mutex
+	paused    bool
+	inflight  map[uuid.UUID]*batch
+	brokerOK  atomic.Bool
+	stats     stats
+	lastError atomic.Pointer[timedError]
+}
+
+type batch struct {
+	claimedAt time.Time
+	renewedAt time.Time
+	size      int
+}
+
+type timedError struct {
+	at  time.Time
+	msg string
+}
+
+// New checks cfg and returns a relay that publishes through client. The client
+// should come from NewKafkaClient (acks=all, idempotent, sized to the config).
+func New(pool *pgxpool.Pool, client *kgo.Client, cfg Config) (*Relay, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	m := cfg.Metrics
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	r := &Relay{
+		pool: pool, kafka: client, cfg: cfg, sql: newStatements(cfg.Schema),
+		log: cfg.Logger, m: m,
+		wake:     make(chan struct{}, 1),
+		settled:  make(chan struct{}, 1),
+		resume:   make(chan struct{}),
+		inflight: map[uuid.UUID]*batch{},
+	}
+	r.brokerOK.Store(true)
+	return r, nil
+}
+
+// Run relays until ctx is cancelled (or, with Drain, until nothing is
+// publishable). On cancellation it stops claiming, lets in-flight batches finish
+// for up to ShutdownTimeout, releases the leases of any that did not, and returns
+// nil. In drain mode it returns an error when it stopped on one.
+func (r *Relay) Run(ctx context.Context) error {
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	var helpers sync.WaitGroup
+	helpers.Add(2)
+	go func() { defer helpers.Done(); r.listen(bg) }()
+	go func() { defer helpers.Done(); r.renewLoop(bg) }()
+
+	err := r.loop(ctx, bg)
+	stopBG()
+	helpers.Wait()
+	return err
+}
+
+func (r *Relay) loop(ctx, bg context.Context) error {
+	slots := make(chan struct{}, r.cfg.InFlight)
+	var batches sync.WaitGroup
+	defer func() { r.shutdown(bg, &batches) }()
+
+	dbFailures := 0
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := r.waitRunnable(ctx); err != nil {
+			return nil
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		token := uuid.New()
+		start := time.Now()
+		// A batch in flight or settling during the claim may unblock events the
+		// claim could not see: only a claim that overlapped none proves a drain.
+		busyBefore, settledBefore := r.inFlight(), r.stats.batches.Load()
+		events, err := r.claim(ctx, token, r.cfg.BatchSize)
+		if err != nil {
+			<-slots
+			if ctx.Err() != nil {
+				return nil
+			}
+			dbFailures++
+			r.noteError("claiming", err)
+			if r.cfg.Drain && dbFailures >= 5 {
+				return fmt.Errorf("%w: claiming: %v", ErrStopped, err)
+			}
+			sleep(ctx, backoff(dbFailures, 100*time.Millisecond, 5*time.Second))
+			continue
+		}
+		dbFailures = 0
+		r.m.ClaimSeconds.Observe(time.Since(start).Seconds())
+		r.stats.lastClaim.Store(int64(time.Since(start)))
+		if len(events) == 0 {
+			<-slots
+			if r.cfg.Drain && busyBefore == 0 && r.inFlight() == 0 && r.stats.batches.Load() == settledBefore {
+				done, err := r.drained(ctx)
+				if err != nil {
+					return fmt.Errorf("%w: %v", ErrStopped, err)
+				}
+				if done {
+					return nil
+				}
+			}
+			r.idle(ctx)
+			continue
+		}
+		r.m.BatchSize.Observe(float64(len(events)))
+		r.track(token, len(events))
+		batches.Add(1)
+		go func() {
+			defer batches.Done()
+			r.publish(bg, token, events)
+			r.untrack(token)
+			r.stats.batches.Add(1)
+			<-slots
+			signal(r.settled)
+		}()
+		if len(events) < r.cfg.BatchSize {
+			// The backlog is used up (or blocked): wait for news rather than spin.
+			r.idle(ctx)
+		}
+	}
+}
+
+// idle waits for a NOTIFY, a finished batch, the next scheduled event, or the
+// poll interval, whichever comes first.
+func (r *Relay) idle(ctx context.Context) {
+	wait := r.cfg.PollInterval
+	if next, err := r.nextScheduled(ctx); err == nil && !next.IsZero() {
+		if d := time.Until(next); d < wait {
+			wait = max(d, time.Millisecond)
+		}
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-r.settled:
+	case <-r.wake:
+		// Let the rest of a burst of commits arrive before claiming.
+		sleep(ctx, r.cfg.NotifyCooldown)
+	}
+}
+
+// drained reports whether nothing is left to publish: no ready event was claimed
+// (checked by the caller), nothing is in flight and nothing is scheduled. Events
+// waiting behind a failed event of their aggregate do not count; they are logged.
+func (r *Relay) drained(ctx context.Context) (bool, error) {
+	next, err := r.nextScheduled(ctx)
+	if err != nil {
+		return false, err
+	}
+	if !next.IsZero() {
+		return false, nil
+	}
+	var blocked int
+	if err := r.pool.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{r.cfg.Schema, "outbox_event"}.Sanitize()+
+		` WHERE published_at IS NULL AND failed_at IS NULL AND (lease_until IS NULL OR lease_until <= now())`).Scan(&blocked); err != nil {
+		return false, err
+	}
+	if blocked > 0 {
+		r.log.Warn("drained: events wait behind failed events of their aggregates", "waiting", blocked)
+	}
+	return true, nil
+}
+
+// waitRunnable blocks while the relay is paused or the brokers are unreachable.
+func (r *Relay) waitRunnable(ctx context.Context) error {
+	for {
+		r.mu.Lock()
+		paused, resume := r.paused, r.resume
+		r.mu.Unlock()
+		if paused {
+			select {
+			case <-resume:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if !r.brokerOK.Load() {
+			r.probeBrokers(ctx)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			continue
+		}
+		return nil
+	}
+}
+
+// probeBrokers pings Kafka with growing pauses until it answers.
+func (r *Relay) probeBrokers(ctx context.Context) {
+	for i := 1; ctx.Err() == nil; i++ {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := r.kafka.Ping(pctx)
+		cancel()
+		if err == nil {
+			r.brokerOK.Store(true)
+			r.m.BrokerReachable.Set(1)
+			r.log.Info("kafka reachable again; relaying resumes")
+			return
+		}
+		sleep(ctx, backoff(i, 500*time.Millisecond, 15*time.Second))
+	}
+}
+
+// Pause stops claiming new batches; in-flight batches finish.
+func (r *Relay) Pause() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.paused {
+		r.paused = true
+		r.m.Paused.Set(1)
+		r.log.Info("relay paused")
+	}
+}
+
+// Resume undoes Pause.
+func (r *Relay) Resume() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.paused {
+		r.paused = false
+		close(r.resume)
+		r.resume = make(chan struct{})
+		r.m.Paused.Set(0)
+		r.log.Info("relay resumed")
+	}
+}
+
+func (r *Relay) track(token uuid.UUID, n int) {
+	now := time.Now()
+	r.mu.Lock()
+	r.inflight[token] = &batch{claimedAt: now, renewedAt: now, size: n}
+	r.mu.Unlock()
+}
+
+func (r *Relay) untrack(token uuid.UUID) {
+	r.mu.Lock()
+	delete(r.inflight, token)
+	r.mu.Unlock()
+}
+
+func (r *Relay) inFlight() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.inflight)
+}
+
+// renewLoop extends the lease of batches that have used half of it.
+func (r *Relay) renewLoop(ctx context.Context) {
+	t := time.NewTicker(max(r.cfg.Lease/8, 50*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		var due []uuid.UUID
+		for tok, b := range r.inflight {
+			if time.Since(b.renewedAt) >= r.cfg.Lease/2 {
+				due = append(due, tok)
+			}
+		}
+		r.mu.Unlock()
+		for _, tok := range due {
+			n, err := r.renew(ctx, tok)
+			if err != nil {
+				r.noteError("renewing lease", err)
+				continue
+			}
+			r.mu.Lock()
+			if b, ok := r.inflight[tok]; ok {
+				b.renewedAt = time.Now()
+			}
+			r.mu.Unlock()
+			if n > 0 {
+				r.m.LeaseRenewals.Inc()
+			}
+		}
+	}
+}
+
+// listen turns NOTIFYs on the schema's channel into wake-ups, reconnecting after
+// errors. Polling covers the gaps.
+func (r *Relay) listen(ctx context.Context) {
+	channel := pgx.Identifier{migrations.Channel(r.cfg.Schema)}.Sanitize()
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		conn, err := pgx.ConnectConfig(ctx, r.pool.Config().ConnConfig.Copy())
+		if err == nil {
+			if _, err = conn.Exec(ctx, "LISTEN "+channel); err == nil {
+				attempt = 0
+				for {
+					if _, err = conn.WaitForNotification(ctx); err != nil {
+						break
+					}
+					signal(r.wake)
+				}
+			}
+			conn.Close(context.WithoutCancel(ctx))
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Debug("listen connection lost; polling until it is back", "err", err)
+		sleep(ctx, backoff(attempt+1, 200*time.Millisecond, 10*time.Second))
+	}
+}
+
+// shutdown waits for in-flight batches, then releases what is left.
+func (r *Relay) shutdown(ctx context.Context, batches *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { batches.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-time.After(r.cfg.ShutdownTimeout):
+	}
+	r.mu.Lock()
+	tokens := make([]uuid.UUID, 0, len(r.inflight))
+	for tok := range r.inflight {
+		tokens = append(tokens, tok)
+	}
+	r.mu.Unlock()
+	for _, tok := range tokens {
+		tag, err := r.pool.Exec(ctx, `UPDATE `+pgx.Identifier{r.cfg.Schema, "outbox_event"}.Sanitize()+`
+			SET lease_token = NULL, lease_until = NULL, attempts = greatest(attempts - 1, 0)
+			WHERE lease_token = $1 AND published_at IS NULL`, tok)
+		if err != nil {
+			r.noteError("releasing leases at shutdown", err)
+			continue
+		}
+		r.m.Released.Add(float64(tag.RowsAffected()))
+		r.log.Warn("shutdown timeout: released an unfinished batch (its events may be published twice)", "events", tag.RowsAffected())
+	}
+}
+
+func (r *Relay) noteError(what string, err error) {
+	msg := what + ": " + err.Error()
+	r.lastError.Store(&timedError{at: time.Now(), msg: msg})
+	r.log.Error(what, "err", err)
+}
+
+// signal does a non-blocking send on a 1-buffered channel.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+var errBrokerDown = errors.New("kafka unreachable")

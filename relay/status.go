@@ -1,0 +1,48 @@
+package relay
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+type stats struct {
+	published, failed, retried, released, lostFences, batches atomic.Uint64
+	lastClaim, lastPublish, lastBatch                         atomic.Int64
+}
+
+// Status is a point-in-time view of a running relay, for the console.
+type Status struct {
+	Paused          bool
+	BrokerReachable bool
+	InFlight        int // batches
+	Published       uint64
+	Failed          uint64
+	Retried         uint64
+	Released        uint64
+	LostFences      uint64
+	LastClaim       time.Duration // duration of the last claim transaction
+	LastPublish     time.Duration // claim-to-settled time of the last batch
+	LastBatch       int           // events in the last batch
+	LastError       string
+	LastErrorAt     time.Time
+}
+
+// Status returns the relay's current status.
+func (r *Relay) Status() Status {
+	r.mu.Lock()
+	s := Status{Paused: r.paused, InFlight: len(r.inflight)}
+	r.mu.Unlock()
+	s.BrokerReachable = r.brokerOK.Load()
+	s.Published = r.stats.published.Load()
+	s.Failed = r.stats.failed.Load()
+	s.Retried = r.stats.retried.Load()
+	s.Released = r.stats.released.Load()
+	s.LostFences = r.stats.lostFences.Load()
+	s.LastClaim = time.Duration(r.stats.lastClaim.Load())
+	s.LastPublish = time.Duration(r.stats.lastPublish.Load())
+	s.LastBatch = int(r.stats.lastBatch.Load())
+	if e := r.lastError.Load(); e != nil {
+		s.LastError, s.LastErrorAt = e.msg, e.at
+	}
+	return s
+}
