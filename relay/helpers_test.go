@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,6 +183,23 @@ type switchboard struct {
 	mu    sync.Mutex
 	down  bool
 	conns []net.Conn
+	delay atomic.Int64 // added to the next write, in nanoseconds
+}
+
+// slowNextWrite makes the next write to Kafka, on any connection, take d longer.
+func (s *switchboard) slowNextWrite(d time.Duration) { s.delay.Store(int64(d)) }
+
+// slowConn applies the switchboard's one-shot write delay.
+type slowConn struct {
+	net.Conn
+	s *switchboard
+}
+
+func (c slowConn) Write(p []byte) (int, error) {
+	if d := c.s.delay.Swap(0); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
+	return c.Conn.Write(p)
 }
 
 func (s *switchboard) dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -191,10 +209,11 @@ func (s *switchboard) dial(ctx context.Context, network, addr string) (net.Conn,
 		return nil, fmt.Errorf("dial %s: connection refused (test outage)", addr)
 	}
 	c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)
-	if err == nil {
-		s.conns = append(s.conns, c)
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	s.conns = append(s.conns, c)
+	return slowConn{c, s}, nil
 }
 
 func (s *switchboard) cut() {
