@@ -1,8 +1,11 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -176,6 +179,7 @@ type XminHolder struct {
 const (
 	totalExactCap      = 10_000
 	publishedWindowCap = 20_000
+	inboxExactCap      = 1_000
 )
 
 // Snapshot reads the Overview. Its cost does not grow with published history.
@@ -207,66 +211,88 @@ func (i *Inspector) Snapshot(ctx context.Context) (Snapshot, error) {
 }
 
 // snapUnpublished: one pass over the unpublished rows (the partial indexes on
-// published_at IS NULL), grouped by event_type; totals are summed here.
+// published_at IS NULL). Each row's state and attempts bucket are computed once and
+// the rows grouped by (event_type, state, bucket); the few groups are summed here.
 func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
-	var buckets string
-	for _, b := range attemptBuckets {
-		if b.Max < 0 {
-			buckets += fmt.Sprintf(", count(*) FILTER (WHERE attempts >= %d)", b.Min)
+	bucket := "CASE"
+	for k, b := range attemptBuckets {
+		if b.Max >= 0 {
+			bucket += fmt.Sprintf(" WHEN attempts <= %d THEN %d", b.Max, k)
 		} else {
-			buckets += fmt.Sprintf(", count(*) FILTER (WHERE attempts BETWEEN %d AND %d)", b.Min, b.Max)
+			bucket += fmt.Sprintf(" ELSE %d END", k)
 		}
 	}
-	rows, err := tx.Query(ctx, `SELECT now(), event_type,
-			count(*) FILTER (WHERE `+eventstate.ReadySQL+`),
-			count(*) FILTER (WHERE `+eventstate.ScheduledSQL+`),
-			count(*) FILTER (WHERE `+eventstate.LeasedSQL+`),
-			count(*) FILTER (WHERE `+eventstate.FailedSQL+`),
-			count(*) FILTER (WHERE `+eventstate.ExpiredLeaseSQL+`),
-			coalesce(extract(epoch from now() - min(created_at) FILTER (WHERE `+eventstate.PendingSQL+`)), 0)::float8,
-			coalesce(extract(epoch from now() - min(greatest(created_at, available_at)) FILTER (WHERE `+eventstate.ReadySQL+`)), 0)::float8,
-			min(available_at) FILTER (WHERE `+eventstate.ScheduledSQL+`)`+buckets+`
-		FROM `+i.outbox+` WHERE published_at IS NULL
-		GROUP BY event_type
-		ORDER BY count(*) DESC, event_type`)
+	rows, err := tx.Query(ctx, `SELECT now(), event_type, state, bucket, count(*), count(*) FILTER (WHERE expired),
+			coalesce(extract(epoch from now() - min(created_at)), 0)::float8,
+			coalesce(extract(epoch from now() - min(greatest(created_at, available_at))), 0)::float8,
+			min(available_at)
+		FROM (SELECT event_type, created_at, available_at, `+stateCase+` AS state, `+bucket+` AS bucket,
+				lease_token IS NOT NULL AND lease_until <= now() AS expired
+			FROM `+i.outbox+` WHERE published_at IS NULL
+			-- OFFSET 0 keeps the subquery from being flattened, so the state is
+			-- computed once per row; flattened, the planner cannot estimate the
+			-- few groups and sorts 100,000 rows to disk instead of hashing.
+			OFFSET 0) u
+		GROUP BY event_type, state, bucket`)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	s.Attempts = append([]AttemptsBucket(nil), attemptBuckets...)
-	s.ByEventType = []TypeCounts{}
+	byType := map[string]*TypeCounts{}
 	for rows.Next() {
-		var t TypeCounts
-		var expired int64
-		var pendingAge, readyAge float64
-		var next *time.Time
-		hist := make([]int64, len(attemptBuckets))
-		dest := []any{&s.TakenAt, &t.EventType, &t.Ready, &t.Scheduled, &t.Leased, &t.Failed, &expired, &pendingAge, &readyAge, &next}
-		for k := range hist {
-			dest = append(dest, &hist[k])
-		}
-		if err := rows.Scan(dest...); err != nil {
+		var eventType, state string
+		var bucket int
+		var n, expired int64
+		var createdAge, readyAge float64
+		var minAvailable time.Time
+		if err := rows.Scan(&s.TakenAt, &eventType, &state, &bucket, &n, &expired, &createdAge, &readyAge, &minAvailable); err != nil {
 			return err
 		}
-		t.OldestPendingAge = seconds(pendingAge)
-		s.ByEventType = append(s.ByEventType, t)
-		s.Counts.Ready += t.Ready
-		s.Counts.Scheduled += t.Scheduled
-		s.Counts.Leased += t.Leased
-		s.Counts.Failed += t.Failed
-		s.ExpiredLeases += expired
-		s.OldestPendingAge = max(s.OldestPendingAge, seconds(pendingAge))
-		s.OldestReadyAge = max(s.OldestReadyAge, seconds(readyAge))
-		if next != nil && (s.NextScheduledAt == nil || next.Before(*s.NextScheduledAt)) {
-			s.NextScheduledAt = next
+		t := byType[eventType]
+		if t == nil {
+			t = &TypeCounts{EventType: eventType}
+			byType[eventType] = t
 		}
-		for k := range hist {
-			s.Attempts[k].Count += hist[k]
+		s.Attempts[bucket].Count += n
+		s.ExpiredLeases += expired
+		switch eventstate.State(state) {
+		case eventstate.Ready:
+			t.Ready += n
+			s.OldestReadyAge = max(s.OldestReadyAge, seconds(readyAge))
+		case eventstate.Scheduled:
+			t.Scheduled += n
+			if s.NextScheduledAt == nil || minAvailable.Before(*s.NextScheduledAt) {
+				s.NextScheduledAt = &minAvailable
+			}
+		case eventstate.Leased:
+			t.Leased += n
+		case eventstate.Failed:
+			t.Failed += n
+		}
+		if state == string(eventstate.Ready) || state == string(eventstate.Scheduled) {
+			t.OldestPendingAge = max(t.OldestPendingAge, seconds(createdAge))
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	s.ByEventType = make([]TypeCounts, 0, len(byType))
+	for _, t := range byType {
+		s.ByEventType = append(s.ByEventType, *t)
+		s.Counts.Ready += t.Ready
+		s.Counts.Scheduled += t.Scheduled
+		s.Counts.Leased += t.Leased
+		s.Counts.Failed += t.Failed
+		s.OldestPendingAge = max(s.OldestPendingAge, t.OldestPendingAge)
+	}
+	slices.SortFunc(s.ByEventType, func(a, b TypeCounts) int {
+		na, nb := a.Ready+a.Scheduled+a.Leased+a.Failed, b.Ready+b.Scheduled+b.Leased+b.Failed
+		if na != nb {
+			return cmp.Compare(nb, na)
+		}
+		return strings.Compare(a.EventType, b.EventType)
+	})
 	s.Counts.Pending = s.Counts.Ready + s.Counts.Scheduled
 	if s.TakenAt.IsZero() {
 		return tx.QueryRow(ctx, "SELECT now()").Scan(&s.TakenAt)
@@ -355,14 +381,19 @@ func (i *Inspector) blockerSQL() string {
 }
 
 func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
-	if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+i.outbox+" WHERE "+i.blockerSQL()).Scan(&s.Blocked.Count); err != nil {
-		return err
-	}
-	rows, err := tx.Query(ctx, "SELECT "+eventColumns(false, false)+`,
+	// One pass finds the blocking events; the oldest few are read back in full. With
+	// none blocked there are no rows and the count stays 0.
+	rows, err := tx.Query(ctx, `WITH heads AS MATERIALIZED (
+			SELECT event_id, seq FROM `+i.outbox+` WHERE `+i.blockerSQL()+`
+		), top AS (
+			SELECT event_id FROM heads ORDER BY seq LIMIT $1
+		)
+		SELECT `+eventColumns(false, false)+`,
 			(SELECT count(*) FROM `+i.outbox+` w WHERE w.published_at IS NULL
-				AND w.aggregate_type = `+i.outbox+`.aggregate_type AND w.aggregate_id = `+i.outbox+`.aggregate_id
-				AND w.seq > `+i.outbox+`.seq)
-		FROM `+i.outbox+" WHERE "+i.blockerSQL()+" ORDER BY seq LIMIT $1", BlockedLimit)
+				AND w.aggregate_type = e.aggregate_type AND w.aggregate_id = e.aggregate_id AND w.seq > e.seq),
+			(SELECT count(*) FROM heads)
+		FROM top JOIN `+i.outbox+` e USING (event_id)
+		ORDER BY e.seq`, BlockedLimit)
 	if err != nil {
 		return err
 	}
@@ -370,7 +401,7 @@ func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot) err
 	s.Blocked.Aggregates = []BlockedAggregate{}
 	for rows.Next() {
 		var b BlockedAggregate
-		if b.Blocker, err = scanEvent(rowWithInt{rows, &b.Waiting}); err != nil {
+		if b.Blocker, err = scanEvent(rowWithInt{rowWithInt{rows, &s.Blocked.Count}, &b.Waiting}); err != nil {
 			return err
 		}
 		b.AggregateType, b.AggregateID = b.Blocker.AggregateType, b.Blocker.AggregateID
@@ -404,7 +435,7 @@ func (i *Inspector) snapInbox(ctx context.Context, tx pgx.Tx, s *Snapshot) error
 		return err
 	}
 	for k := range s.Inbox {
-		s.Inbox[k].Total, err = countCapped(ctx, tx, "SELECT 1 FROM "+i.consumed+" WHERE consumer_name = $1", totalExactCap, s.Inbox[k].Name)
+		s.Inbox[k].Total, err = countCapped(ctx, tx, "SELECT 1 FROM "+i.consumed+" WHERE consumer_name = $1", inboxExactCap, s.Inbox[k].Name)
 		if err != nil {
 			return err
 		}
