@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode"
+
+	"github.com/charmbracelet/x/term"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/pflag"
+
+	"github.com/outboxtop/outboxtop/inspect"
+)
+
+// filterFlags are the event filters shared by events and the actions.
+type filterFlags struct{ f inspect.Filter }
+
+func (ff *filterFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&ff.f.EventType, "event-type", "", "only events of this event_type")
+	fs.StringVar(&ff.f.AggregateType, "aggregate-type", "", "only events of this aggregate_type")
+	fs.StringVar(&ff.f.AggregateID, "aggregate-id", "", "only events of this aggregate_id")
+	fs.StringVar(&ff.f.IDPrefix, "id-prefix", "", "only events whose event_id starts with this")
+	fs.StringVar(&ff.f.ErrorContains, "error-contains", "", "only events whose last_error contains this text (case-insensitive)")
+	fs.DurationVar(&ff.f.OlderThan, "older-than", 0, "only events older than this (published events: since published_at)")
+	fs.DurationVar(&ff.f.NewerThan, "newer-than", 0, "only events newer than this")
+}
+
+func (ff *filterFlags) filter() (inspect.Filter, error) {
+	if err := ff.f.Validate(); err != nil {
+		return inspect.Filter{}, usagef("%v", err)
+	}
+	return ff.f, nil
+}
+
+// inspector connects and returns an Inspector on the command's schema.
+func (d *dbFlags) inspector(ctx context.Context, io IO, opts ...inspect.Option) (*inspect.Inspector, *pgxpool.Pool, error) {
+	pool, err := d.pool(ctx, io, 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := inspect.New(pool, d.schema, opts...)
+	if err != nil {
+		pool.Close()
+		return nil, nil, usagef("--schema: %v", err)
+	}
+	return in, pool, nil
+}
+
+// isTerminal reports whether r is a terminal a person can answer on.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}
+
+// confirm asks question on out and reads one answer line from in; only y or yes
+// (any case) is a yes, so Enter, EOF and anything else mean no.
+func confirm(in io.Reader, out io.Writer, question string) bool {
+	fmt.Fprintf(out, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+// clean makes untrusted text (event types, ids, errors) safe for a terminal: control
+// characters, escape sequences included, are shown as \xNN and nothing is on two lines.
+func clean(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == unicode.ReplacementChar {
+			fmt.Fprintf(&b, `\x%02x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// short keeps s to n runes, marking a cut with "…".
+func short(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
