@@ -123,6 +123,13 @@ func TestOrdersRunUntilCancelled(t *testing.T) {
 	if s.WriteErrors != 0 {
 		t.Errorf("%d failed transactions", s.WriteErrors)
 	}
+	// Concurrent workers on one order (the hot ones) serialise on its row:
+	// its events' seq order is still version order.
+	if bad := b.scalar(t, `SELECT count(*) FROM (
+			SELECT (payload->>'version')::int AS v, row_number() OVER (PARTITION BY aggregate_id ORDER BY seq) AS n
+			FROM outbox_event WHERE aggregate_type = 'order') x WHERE v <> n`); bad != 0 {
+		t.Errorf("%d order events out of version order", bad)
+	}
 }
 
 func TestInjectPoison(t *testing.T) {
