@@ -110,7 +110,11 @@ func TestEventsListsAState(t *testing.T) {
 	t.Parallel()
 	env, _ := outboxDB(t)
 	r := run(t, env, "events", "--state", "ready", "--aggregate-id", "7", "--json")
-	var page struct{ Events []struct{ EventID string `json:"event_id"` } }
+	var page struct {
+		Events []struct {
+			EventID string `json:"event_id"`
+		}
+	}
 	if r.code != ExitOK || json.Unmarshal([]byte(r.out), &page) != nil || len(page.Events) != 1 || page.Events[0].EventID != cliBehind {
 		t.Fatalf("events: %+v", r)
 	}
