@@ -108,6 +108,18 @@ func (c *Consumer) Run(ctx context.Context) error {
 		fetches.EachError(func(topic string, partition int32, err error) {
 			c.cfg.Logger.Warn("demo consumer: fetch failed", "topic", topic, "partition", partition, "err", err)
 		})
+		if fetches.Empty() && len(fetches.Errors()) > 0 {
+			// Brokers unreachable: do not spin on errors while they are away.
+			cl.AllowRebalance()
+			t := time.NewTimer(500 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+			continue
+		}
 		var stopped bool
 		fetches.EachRecord(func(rec *kgo.Record) {
 			if !stopped && !c.handle(ctx, rec) {
