@@ -1,8 +1,92 @@
 package cli
 
-import "context"
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
 
-// runTUI opens the console. Stub until the console issue lands.
-func runTUI(context.Context, *consoleFlags, IO) error {
-	return usagef("the console is not built yet; use --headless")
+	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/relay"
+	"github.com/outboxtop/outboxtop/tui"
+)
+
+// runTUI opens the console: the database, the schema check, the embedded relay
+// (unless --no-relay) and the Bubble Tea program. The relay's logs are discarded
+// while the console owns the terminal; its last error shows in the Overview.
+func runTUI(ctx context.Context, c *consoleFlags, io IO) error {
+	if err := c.relay.resolve(c.db.schema, io); err != nil {
+		return err
+	}
+	pool, err := c.db.pool(ctx, io, int32(c.relay.cfg.InFlight+6))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := checkSchema(ctx, pool, c.db.schema); err != nil {
+		return err
+	}
+	var opts []inspect.Option
+	if c.readOnly {
+		opts = append(opts, inspect.ReadOnly())
+	}
+	in, err := inspect.New(pool, c.db.schema, opts...)
+	if err != nil {
+		return err
+	}
+	actor := c.actor
+	if actor == "" {
+		actor = inspect.DefaultActor(io.Getenv)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	topts := tui.Options{Inspector: in, ReadOnly: c.readOnly, Actor: actor, Context: ctx}
+
+	var wg sync.WaitGroup
+	var relayErr error
+	if !c.noRelay {
+		client, err := relay.NewKafkaClient(c.relay.kafka)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		defer client.Close()
+		cfg := c.relay.cfg
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		r, err := relay.New(pool, client, cfg)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		topts.Relay = relayControl{r}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			relayErr = r.Run(ctx)
+			if relayErr != nil {
+				cancel() // the console would show a relay that no longer runs
+			}
+		}()
+	}
+	err = tui.Run(topts)
+	cancel()
+	wg.Wait()
+	if relayErr != nil && !errors.Is(relayErr, context.Canceled) {
+		return relayErr
+	}
+	return err
+}
+
+// relayControl adapts *relay.Relay to the console's small interface.
+type relayControl struct{ r *relay.Relay }
+
+func (c relayControl) Pause()  { c.r.Pause() }
+func (c relayControl) Resume() { c.r.Resume() }
+func (c relayControl) Status() tui.RelayStatus {
+	s := c.r.Status()
+	return tui.RelayStatus{
+		Paused: s.Paused, BrokerReachable: s.BrokerReachable, InFlight: s.InFlight,
+		Published: s.Published, Failed: s.Failed, Retried: s.Retried, LostFences: s.LostFences,
+		LastClaim: s.LastClaim, LastPublish: s.LastPublish, LastBatch: s.LastBatch,
+		LastError: s.LastError, LastErrorAt: s.LastErrorAt,
+	}
 }

@@ -1,0 +1,41 @@
+package tui
+
+import (
+	tea "charm.land/bubbletea/v2"
+)
+
+// filterKey edits the filter line: printable text is typed, backspace deletes,
+// enter applies, esc cancels.
+func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.String() {
+	case "esc":
+		m.mode = modeNormal
+		return nil
+	case "enter":
+		m.mode = modeNormal
+		q, err := parseQuery(string(m.filterInput))
+		if err != nil {
+			m.setStatus("filter: "+err.Error(), true)
+			return nil
+		}
+		m.filters[m.view] = q
+		if t := m.tables[m.view]; t != nil {
+			t.cursor, t.offset = 0, 0
+			t.rows = nil
+		}
+		m.setStatus("", false)
+		return m.startLoad()
+	case "backspace":
+		if n := len(m.filterInput); n > 0 {
+			m.filterInput = m.filterInput[:n-1]
+		}
+		return nil
+	case "ctrl+u":
+		m.filterInput = nil
+		return nil
+	}
+	if t := msg.Key().Text; t != "" && len(m.filterInput) < 200 {
+		m.filterInput = append(m.filterInput, []rune(Sanitize(t))...)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+
+	"github.com/outboxtop/outboxtop/inspect"
+)
+
+// Options configure the console.
+type Options struct {
+	// Inspector reads the outbox and performs the actions. Required. A read-only
+	// Inspector makes the console read-only.
+	Inspector *inspect.Inspector
+	// Relay is the relay embedded in this process; nil when there is none
+	// (--no-relay), and the Overview says so.
+	Relay Relay
+	// ReadOnly hides and refuses the action keys (also implied by a read-only
+	// Inspector).
+	ReadOnly bool
+	// Actor is recorded in the audit rows of actions; inspect.DefaultActor when empty.
+	Actor string
+	// Refresh is the interval between loads (default 1 s; + and - change it).
+	Refresh time.Duration
+	// Now is the clock ages and countdowns are computed against (default time.Now).
+	// Tests fix it.
+	Now func() time.Time
+	// Context bounds every load and action (default context.Background()).
+	Context context.Context
+	// Limit is the number of rows a list view loads (default 500).
+	Limit int
+	// Extras are additional keys, for example the demo's fault switches. They appear
+	// in the help screen under "extras" only when present.
+	Extras []Extra
+}
+
+// Relay is what the console needs of an embedded relay: relay.Relay satisfies it
+// through a small adapter, so tui does not import relay.
+type Relay interface {
+	Pause()
+	Resume()
+	Status() RelayStatus
+}
+
+// RelayStatus is a point-in-time view of the embedded relay.
+type RelayStatus struct {
+	Paused          bool
+	BrokerReachable bool
+	InFlight        int // batches
+	Published       uint64
+	Failed          uint64
+	Retried         uint64
+	LostFences      uint64
+	LastClaim       time.Duration // the last claim transaction
+	LastPublish     time.Duration // claim-to-settled time of the last batch
+	LastBatch       int           // events in the last batch
+	LastError       string
+	LastErrorAt     time.Time
+}
+
+// Extra is one additional key binding and what it does.
+type Extra struct {
+	// Key is the binding; its help text is shown in the help screen.
+	Key key.Binding
+	// Run is called off the UI loop when the key is pressed; its message (or error)
+	// is shown in the status line.
+	Run func(ctx context.Context) (string, error)
+	// State, when set, is read with every load and shown in the Overview under
+	// the key's help text ("broker outage: on"). It must be quick.
+	State func() string
+}
+
+func (o *Options) defaults() {
+	if o.Refresh <= 0 {
+		o.Refresh = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Context == nil {
+		o.Context = context.Background()
+	}
+	if o.Limit <= 0 {
+		o.Limit = 500
+	}
+	if o.Inspector != nil && o.Inspector.IsReadOnly() {
+		o.ReadOnly = true
+	}
+}

@@ -1,0 +1,230 @@
+package tui
+
+import (
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/outboxtop/outboxtop/inspect"
+)
+
+// table is a list of events with a cursor and marks. Marks are event ids, captured
+// when marked: the list may re-sort or lose rows under them.
+type table struct {
+	columns       []column
+	rows          []row
+	cursor        int
+	offset        int
+	width, height int // height counts the header line
+	marks         map[string]struct{}
+	markOrder     []string // ids in the order they were marked, for the prompt
+	sort          inspect.Sort
+	desc          bool
+	more          bool // the database had more rows than were loaded
+}
+
+func newTable(cols []column) *table {
+	return &table{columns: cols, marks: map[string]struct{}{}}
+}
+
+// SetSize sets the space the table draws in.
+func (t *table) SetSize(w, h int) {
+	t.width, t.height = w, h
+	t.clamp()
+}
+
+// SetRows replaces the rows, keeping the cursor on the same event when it is still
+// listed.
+func (t *table) SetRows(rows []row) {
+	var keep string
+	if c, ok := t.current(); ok {
+		keep = c.id
+	}
+	t.rows = rows
+	if keep != "" {
+		for i, r := range rows {
+			if r.id == keep {
+				t.cursor = i
+				break
+			}
+		}
+	}
+	t.clamp()
+}
+
+func (t *table) current() (row, bool) {
+	if t.cursor < 0 || t.cursor >= len(t.rows) {
+		return row{}, false
+	}
+	return t.rows[t.cursor], true
+}
+
+func (t *table) bodyHeight() int { return max(t.height-1, 1) }
+
+func (t *table) clamp() {
+	t.cursor = min(max(t.cursor, 0), max(len(t.rows)-1, 0))
+	h := t.bodyHeight()
+	if t.cursor < t.offset {
+		t.offset = t.cursor
+	}
+	if t.cursor >= t.offset+h {
+		t.offset = t.cursor - h + 1
+	}
+	t.offset = min(max(t.offset, 0), max(len(t.rows)-h, 0))
+}
+
+// Update moves the cursor.
+func (t *table) Update(msg tea.KeyPressMsg, k KeyMap) {
+	switch {
+	case key.Matches(msg, k.Up):
+		t.cursor--
+	case key.Matches(msg, k.Down):
+		t.cursor++
+	case key.Matches(msg, k.Top):
+		t.cursor = 0
+	case key.Matches(msg, k.Bottom):
+		t.cursor = len(t.rows) - 1
+	case key.Matches(msg, k.PageUp):
+		t.cursor -= t.bodyHeight()
+	case key.Matches(msg, k.PageDown):
+		t.cursor += t.bodyHeight()
+	}
+	t.clamp()
+}
+
+// toggleMark marks or unmarks the event under the cursor.
+func (t *table) toggleMark() {
+	r, ok := t.current()
+	if !ok {
+		return
+	}
+	if _, on := t.marks[r.id]; on {
+		delete(t.marks, r.id)
+		for i, id := range t.markOrder {
+			if id == r.id {
+				t.markOrder = append(t.markOrder[:i], t.markOrder[i+1:]...)
+				break
+			}
+		}
+		return
+	}
+	t.marks[r.id] = struct{}{}
+	t.markOrder = append(t.markOrder, r.id)
+}
+
+// markAll marks every listed row (the rows matching the filter).
+func (t *table) markAll() int {
+	for _, r := range t.rows {
+		if _, on := t.marks[r.id]; !on {
+			t.marks[r.id] = struct{}{}
+			t.markOrder = append(t.markOrder, r.id)
+		}
+	}
+	return len(t.rows)
+}
+
+func (t *table) clearMarks() {
+	t.marks = map[string]struct{}{}
+	t.markOrder = nil
+}
+
+// targets are the ids an action applies to: the marked ones, else the one under
+// the cursor. Copied, so later marking cannot change them.
+func (t *table) targets() []string {
+	if len(t.markOrder) > 0 {
+		return append([]string(nil), t.markOrder...)
+	}
+	if r, ok := t.current(); ok {
+		return []string{r.id}
+	}
+	return nil
+}
+
+// widths shares the width left by fixed columns among the flexible ones.
+func (t *table) widths() []int {
+	ws := make([]int, len(t.columns))
+	avail := t.width - 2 // cursor and mark gutter
+	flex := 0
+	for i, c := range t.columns {
+		avail -= 1 // separator
+		if c.width > 0 {
+			ws[i] = c.width
+			avail -= c.width
+		} else {
+			flex++
+		}
+	}
+	if flex > 0 {
+		each := max(avail/flex, 4)
+		extra := avail - each*flex
+		for i, c := range t.columns {
+			if c.width == 0 {
+				ws[i] = each
+				if extra > 0 {
+					ws[i]++
+					extra--
+				}
+			}
+		}
+	}
+	return ws
+}
+
+// View draws the header and the visible rows.
+func (t *table) View(now time.Time, st styles) string {
+	ws := t.widths()
+	var b strings.Builder
+	cells := make([]string, len(t.columns))
+	for i, c := range t.columns {
+		cells[i] = fit(c.title, ws[i], c.right)
+	}
+	b.WriteString(st.header.Render(ansi.Truncate("  "+strings.Join(cells, " "), t.width, "")))
+	if len(t.rows) == 0 {
+		b.WriteString("\n" + st.dim.Render("  (none)"))
+		return b.String()
+	}
+	end := min(t.offset+t.bodyHeight(), len(t.rows))
+	for i := t.offset; i < end; i++ {
+		r := t.rows[i]
+		for j, c := range t.columns {
+			cells[j] = fit(c.cell(r, now), ws[j], c.right)
+		}
+		gutter := "  "
+		_, marked := t.marks[r.id]
+		switch {
+		case i == t.cursor && marked:
+			gutter = ">*"
+		case i == t.cursor:
+			gutter = "> "
+		case marked:
+			gutter = " *"
+		}
+		line := fit(gutter+strings.Join(cells, " "), t.width, false)
+		switch {
+		case i == t.cursor:
+			line = st.cursor.Render(line)
+		case marked:
+			line = st.marked.Render(line)
+		}
+		b.WriteString("\n" + line)
+	}
+	return b.String()
+}
+
+// fit pads or truncates s to exactly w cells.
+func fit(s string, w int, right bool) string {
+	if w <= 0 {
+		return ""
+	}
+	if ansi.StringWidth(s) > w {
+		s = ansi.Truncate(s, w, "…")
+	}
+	pad := w - ansi.StringWidth(s)
+	if right {
+		return strings.Repeat(" ", pad) + s
+	}
+	return s + strings.Repeat(" ", pad)
+}

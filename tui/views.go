@@ -1,0 +1,202 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/eventstate"
+)
+
+// viewID names the six views, in tab order.
+type viewID int
+
+const (
+	viewOverview viewID = iota
+	viewPending
+	viewLeased
+	viewFailed
+	viewPublished
+	viewInbox
+	viewCount
+)
+
+// listView describes a view that lists events.
+type listView struct {
+	title   string
+	state   eventstate.State
+	sorts   []inspect.Sort // the first is the default
+	desc    bool           // default direction
+	actions []inspect.Action
+	columns []column
+}
+
+var listViews = map[viewID]*listView{
+	viewPending: {
+		title: "Pending", state: eventstate.Pending,
+		sorts:   []inspect.Sort{inspect.SortAvailableAt, inspect.SortCreatedAt, inspect.SortAttempts, inspect.SortSeq},
+		actions: []inspect.Action{inspect.Retry, inspect.Park, inspect.Skip},
+		columns: []column{colID, colType, colAggregate, colState, colNext, colAttempts, colAge, colError},
+	},
+	viewLeased: {
+		title: "Leased", state: eventstate.Leased,
+		sorts:   []inspect.Sort{inspect.SortLeaseUntil, inspect.SortCreatedAt, inspect.SortAttempts, inspect.SortSeq},
+		actions: []inspect.Action{inspect.ResetLease, inspect.Park},
+		columns: []column{colID, colType, colAggregate, colExpires, colHolder, colAttempts, colAge},
+	},
+	viewFailed: {
+		title: "Failed", state: eventstate.Failed, desc: true,
+		sorts:   []inspect.Sort{inspect.SortFailedAt, inspect.SortCreatedAt, inspect.SortAttempts, inspect.SortSeq},
+		actions: []inspect.Action{inspect.Retry, inspect.Skip},
+		columns: []column{colID, colType, colAggregate, colAttempts, colFailed, colError},
+	},
+	viewPublished: {
+		title: "Published", state: eventstate.Published, desc: true,
+		sorts:   []inspect.Sort{inspect.SortPublishedAt, inspect.SortCreatedAt, inspect.SortSeq},
+		actions: []inspect.Action{inspect.Archive},
+		columns: []column{colID, colType, colAggregate, colTopic, colPartition, colOffset, colPublished},
+	},
+}
+
+var viewTitles = [viewCount]string{"Overview", "Pending", "Leased", "Failed", "Published", "Inbox"}
+
+// row is one event as the view model holds it: every text field sanitized once,
+// here, when it enters.
+type row struct {
+	id, short     string
+	eventType     string
+	aggregate     string // type/id
+	state         eventstate.State
+	attempts      int32
+	createdAt     time.Time
+	availableAt   time.Time
+	leaseUntil    *time.Time
+	leaseExpired  bool
+	holder        string
+	failedAt      *time.Time
+	publishedAt   *time.Time
+	topic         string
+	partition     *int32
+	offset        *int64
+	lastError     string
+	payloadBytes  int
+	aggregateType string
+	aggregateID   string
+}
+
+func newRow(e inspect.Event) row {
+	id := Sanitize(e.EventID)
+	return row{
+		id:            id,
+		short:         shortID(id),
+		eventType:     Sanitize(e.EventType),
+		aggregate:     Sanitize(e.AggregateType) + "/" + Sanitize(e.AggregateID),
+		aggregateType: Sanitize(e.AggregateType),
+		aggregateID:   Sanitize(e.AggregateID),
+		state:         e.State,
+		attempts:      e.Attempts,
+		createdAt:     e.CreatedAt,
+		availableAt:   e.AvailableAt,
+		leaseUntil:    e.LeaseUntil,
+		leaseExpired:  e.LeaseExpired,
+		holder:        shortID(Sanitize(e.LeaseToken)),
+		failedAt:      e.FailedAt,
+		publishedAt:   e.PublishedAt,
+		topic:         Sanitize(e.KafkaTopic),
+		partition:     e.KafkaPartition,
+		offset:        e.KafkaOffset,
+		lastError:     Sanitize(e.LastError),
+		payloadBytes:  e.PayloadBytes,
+	}
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// column is one table column: a header, a width (0: shares the rest) and how a
+// row fills it at a given moment (countdowns move with the clock).
+type column struct {
+	title string
+	width int
+	right bool
+	cell  func(r row, now time.Time) string
+}
+
+var (
+	colID        = column{title: "ID", width: 8, cell: func(r row, _ time.Time) string { return r.short }}
+	colType      = column{title: "TYPE", cell: func(r row, _ time.Time) string { return r.eventType }}
+	colAggregate = column{title: "AGGREGATE", cell: func(r row, _ time.Time) string { return r.aggregate }}
+	colState     = column{title: "STATE", width: 7, cell: func(r row, _ time.Time) string {
+		switch {
+		case r.leaseExpired:
+			return "expired" // a lease ran out: claimable again
+		case r.state == eventstate.Scheduled:
+			return "sched"
+		}
+		return string(r.state)
+	}}
+	colNext = column{title: "NEXT", width: 9, right: true, cell: func(r row, now time.Time) string {
+		if !r.availableAt.After(now) {
+			return "now"
+		}
+		return "in " + age(r.availableAt.Sub(now))
+	}}
+	colAttempts = column{title: "ATT", width: 3, right: true, cell: func(r row, _ time.Time) string { return strconv.Itoa(int(r.attempts)) }}
+	colAge      = column{title: "AGE", width: 6, right: true, cell: func(r row, now time.Time) string { return age(now.Sub(r.createdAt)) }}
+	colError    = column{title: "LAST ERROR", cell: func(r row, _ time.Time) string { return r.lastError }}
+	colExpires  = column{title: "EXPIRES", width: 8, right: true, cell: func(r row, now time.Time) string {
+		if r.leaseUntil == nil {
+			return ""
+		}
+		if !r.leaseUntil.After(now) {
+			return "EXPIRED"
+		}
+		return "in " + age(r.leaseUntil.Sub(now))
+	}}
+	colHolder    = column{title: "HOLDER", width: 8, cell: func(r row, _ time.Time) string { return r.holder }}
+	colFailed    = column{title: "FAILED", width: 6, right: true, cell: func(r row, now time.Time) string { return ago(r.failedAt, now) }}
+	colTopic     = column{title: "TOPIC", cell: func(r row, _ time.Time) string { return r.topic }}
+	colPartition = column{title: "PART", width: 4, right: true, cell: func(r row, _ time.Time) string {
+		if r.partition == nil {
+			return ""
+		}
+		return strconv.Itoa(int(*r.partition))
+	}}
+	colOffset = column{title: "OFFSET", width: 8, right: true, cell: func(r row, _ time.Time) string {
+		if r.offset == nil {
+			return ""
+		}
+		return strconv.FormatInt(*r.offset, 10)
+	}}
+	colPublished = column{title: "PUBLISHED", width: 9, right: true, cell: func(r row, now time.Time) string { return ago(r.publishedAt, now) }}
+)
+
+func ago(t *time.Time, now time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return age(now.Sub(*t))
+}
+
+// age is a compact duration: 45s, 3m05s, 2h10m, 3d04h. Negative durations (clock
+// skew between this host and the database) read as 0s.
+func age(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int64(d.Round(time.Second) / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
+}
