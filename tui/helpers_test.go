@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -33,6 +34,8 @@ type testBundle struct {
 	pool *pgxpool.Pool
 	in   *inspect.Inspector
 	base time.Time
+	// clock is what the console reads as now; tests move it.
+	clock time.Time
 }
 
 func setup(t *testing.T, opts Options) *testBundle {
@@ -53,11 +56,12 @@ func setup(t *testing.T, opts Options) *testBundle {
 		t.Fatal(err)
 	}
 	opts.Inspector = in
-	opts.Now = func() time.Time { return base }
+	b := &testBundle{t: t, pool: pool, in: in, base: base, clock: base}
+	opts.Now = func() time.Time { return b.clock }
 	if opts.Actor == "" {
 		opts.Actor = "tester"
 	}
-	b := &testBundle{t: t, m: New(opts), pool: pool, in: in, base: base}
+	b.m = New(opts)
 	b.size(80, 24)
 	b.run(b.m.startLoad())
 	return b
@@ -182,4 +186,8 @@ func golden(t *testing.T, name, got string) {
 	if string(want) != got {
 		t.Errorf("%s differs from the golden file (go test ./tui -update rewrites it)\n--- want\n%s\n--- got\n%s", path, want, got)
 	}
+}
+
+func keyBinding(k, desc string) key.Binding {
+	return key.NewBinding(key.WithKeys(k), key.WithHelp(k, desc))
 }
