@@ -97,5 +97,4 @@ func TestHostileEventText(t *testing.T) {
 	}
 }
 
-
 func ansiStrip(s string) string { return sgr.ReplaceAllString(s, "") }
