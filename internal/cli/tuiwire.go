@@ -15,10 +15,14 @@ import (
 // (unless --no-relay) and the Bubble Tea program. The relay's logs are discarded
 // while the console owns the terminal; its last error shows in the Overview.
 func runTUI(ctx context.Context, c *consoleFlags, io IO) error {
-	if err := c.relay.resolve(c.db.schema, io); err != nil {
-		return err
+	conns := int32(6)
+	if !c.noRelay {
+		if err := c.relay.resolve(c.db.schema, io); err != nil {
+			return err
+		}
+		conns += int32(c.relay.cfg.InFlight)
 	}
-	pool, err := c.db.pool(ctx, io, int32(c.relay.cfg.InFlight+6))
+	pool, err := c.db.pool(ctx, io, conns)
 	if err != nil {
 		return err
 	}
