@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/relay"
@@ -57,6 +59,11 @@ func runTUI(ctx context.Context, c *consoleFlags, io IO) error {
 		defer client.Close()
 		cfg := c.relay.cfg
 		cfg.Logger = slog.New(slog.DiscardHandler)
+		// q should quit promptly: in-flight batches get a short grace, then their
+		// leases are released (the events are published by the next claim).
+		if cfg.ShutdownTimeout > consoleShutdown && c.relay.cfg.ShutdownTimeout == relay.DefaultConfig.ShutdownTimeout {
+			cfg.ShutdownTimeout = consoleShutdown
+		}
 		r, err := relay.New(pool, client, cfg)
 		if err != nil {
 			return usagef("%v", err)
@@ -73,12 +80,18 @@ func runTUI(ctx context.Context, c *consoleFlags, io IO) error {
 	}
 	err = tui.Run(topts)
 	cancel()
+	if topts.Relay != nil && topts.Relay.Status().InFlight > 0 {
+		fmt.Fprintln(io.Err, "outboxtop: stopping the relay: waiting for in-flight batches")
+	}
 	wg.Wait()
 	if relayErr != nil && !errors.Is(relayErr, context.Canceled) {
 		return relayErr
 	}
 	return err
 }
+
+// consoleShutdown replaces the default --shutdown-timeout in the console.
+const consoleShutdown = 3 * time.Second
 
 // relayControl adapts *relay.Relay to the console's small interface.
 type relayControl struct{ r *relay.Relay }
