@@ -138,7 +138,7 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	m.setStatus(fmt.Sprintf("%s %s…", p.action, events(len(p.ids))), false)
-	in, ctx := m.opts.Inspector, m.actionCtx()
+	in, ctx := m.opts.Inspector, m.opts.Context
 	req := inspect.Request{Action: p.action, IDs: p.ids, From: p.from, Actor: m.opts.Actor}
 	if p.action == inspect.Park || p.action == inspect.Skip {
 		req.Reason = ConsoleReason

@@ -9,14 +9,11 @@
 package tui
 
 import (
-	"context"
 	"time"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-
-	"github.com/outboxtop/outboxtop/inspect"
 )
 
 type mode int
@@ -115,7 +112,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, tea.Batch(cmds...)
 	case loadedMsg:
-		return m, m.loaded_(msg)
+		return m, m.onLoaded(msg)
 	case detailMsg:
 		m.detail.set(msg)
 		return m, nil
@@ -130,7 +127,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m *Model) loaded_(msg loadedMsg) tea.Cmd {
+func (m *Model) onLoaded(msg loadedMsg) tea.Cmd {
 	m.loading = false
 	if msg.err != nil {
 		if m.opts.Context.Err() != nil {
@@ -339,7 +336,4 @@ func (m *Model) runExtra(e Extra) tea.Cmd {
 	}
 }
 
-func (m *Model) actionCtx() context.Context { return m.opts.Context }
-
 var _ tea.Model = (*Model)(nil)
-var _ = inspect.Retry
