@@ -99,3 +99,32 @@ func TestSlowBatchRenewsItsLease(t *testing.T) {
 		t.Fatalf("lost fences %d", got)
 	}
 }
+
+func TestAbandonedBatchIsPublishedAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config()
+	cfg.Lease = time.Second
+	cfg.PublishTimeout = 900 * time.Millisecond
+	r := b.relay(t, cfg)
+	r.AbandonNextBatch()
+	b.insertSeed(t, 50, 10, "o-")
+	stop := start(t, r)
+	waitFor(t, 30*time.Second, "published after the abandoned batch's lease ran out", func() bool {
+		return b.count(t, "published_at IS NOT NULL") == 50
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	recs := b.delivered(t, 100, b.topic)
+	ids := map[string]int{}
+	for _, rec := range recs {
+		ids[header(rec, "event_id")]++
+	}
+	if len(ids) != 50 || len(recs) != 100 {
+		t.Fatalf("%d records for %d events; want every event twice (abandoned, then republished)", len(recs), len(ids))
+	}
+	if got := b.count(t, "attempts = 2"); got != 50 {
+		t.Fatalf("%d events claimed twice, want 50", got)
+	}
+}

@@ -87,6 +87,10 @@ func (r *Relay) publish(ctx context.Context, token uuid.UUID, events []*event) {
 	}
 	wg.Wait()
 	ackedAt := time.Now()
+	if len(toProduce) > 0 && r.crashNext.CompareAndSwap(true, false) {
+		r.log.Warn("abandoning an acknowledged batch as a crash would: its events will be published again", "events", len(events))
+		return
+	}
 
 	var acked []published
 	var transient []int

@@ -34,6 +34,7 @@ type Relay struct {
 	paused    bool
 	inflight  map[uuid.UUID]*batch
 	brokerOK  atomic.Bool
+	crashNext atomic.Bool
 	stats     stats
 	lastError atomic.Pointer[timedError]
 }
@@ -245,6 +246,13 @@ func (r *Relay) probeBrokers(ctx context.Context) {
 		sleep(ctx, backoff(i, 500*time.Millisecond, 15*time.Second))
 	}
 }
+
+// AbandonNextBatch makes the next batch that Kafka acknowledges end as if the
+// relay process died right then: nothing is marked or released, the lease runs
+// out, and a later claim publishes the events again. It exists so the demo can
+// show duplicates that consumers' inboxes absorb; the mark-after-ack gap it opens
+// is the one every at-least-once relay has.
+func (r *Relay) AbandonNextBatch() { r.crashNext.Store(true) }
 
 // Pause stops claiming new batches; in-flight batches finish.
 func (r *Relay) Pause() {
