@@ -51,6 +51,7 @@ type Cluster struct {
 	bin  string
 	cred *syscall.Credential
 	done chan struct{}
+	opts Options
 }
 
 // Start initialises and starts a new cluster and waits until it accepts connections.
@@ -69,7 +70,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating cluster directory: %w", err)
 	}
-	c := &Cluster{dir: dir, bin: bin, cred: cred, done: make(chan struct{})}
+	c := &Cluster{dir: dir, bin: bin, cred: cred, done: make(chan struct{}), opts: opts}
 	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		c.removeDir()
 		return nil, err
@@ -118,6 +119,24 @@ func (c *Cluster) Close() error {
 	return c.removeDir()
 }
 
+// Restart stops the server with a fast shutdown (SIGINT, what `pg_ctl restart -m
+// fast` sends: open transactions are rolled back, clients disconnected) and starts
+// it again on the same port and data directory. Fault-injection runs use it; the
+// server runs as a child process, so pg_ctl's own restart cannot be used.
+func (c *Cluster) Restart(ctx context.Context) error {
+	if c.dir == "" || c.cmd == nil || c.cmd.Process == nil {
+		return errors.New("pgtemp: restart of a cluster that is not running")
+	}
+	stopProcess(c.cmd.Process, c.done)
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		return errors.New("pgtemp: server did not stop for a restart")
+	}
+	c.done = make(chan struct{})
+	return c.start(ctx, c.opts)
+}
+
 func (c *Cluster) removeDir() error {
 	if c.dir == "" {
 		return nil
@@ -147,12 +166,14 @@ func (c *Cluster) initdb(ctx context.Context) error {
 }
 
 func (c *Cluster) start(ctx context.Context, opts Options) error {
-	port, err := freePort()
-	if err != nil {
-		return err
+	if c.port == 0 { // a restart keeps its port
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		c.port = port
 	}
-	c.port = port
-	args := []string{"-D", c.dataDir(), "-p", strconv.Itoa(port),
+	args := []string{"-D", c.dataDir(), "-p", strconv.Itoa(c.port),
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "unix_socket_directories=" + c.dir,
 		"-c", "max_connections=200",
@@ -169,7 +190,8 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	for _, k := range keys {
 		args = append(args, "-c", k+"="+opts.Settings[k])
 	}
-	logFile, err := os.Create(filepath.Join(c.dir, "server.log"))
+	// Appended to, so a restart keeps the log of the run before it.
+	logFile, err := os.OpenFile(filepath.Join(c.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -181,7 +203,8 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		return fmt.Errorf("starting postgres: %w", err)
 	}
 	c.cmd = cmd
-	go func() { _ = cmd.Wait(); close(c.done) }()
+	done := c.done
+	go func() { _ = cmd.Wait(); close(done) }()
 
 	deadline := time.Now().Add(60 * time.Second)
 	for {
