@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,55 +160,16 @@ func (env *benchEnv) client(b *testing.B) *kgo.Client {
 	return cl
 }
 
-// ceiling runs the relay's claim and mark statements in loops goroutines with no
-// broker until the backlog is gone.
+// ceiling is SQLCeiling on a fresh copy of the backlog.
 func (env *benchEnv) ceiling(b *testing.B, pool *pgxpool.Pool, mode Ordering, loops int) float64 {
-	r, err := New(pool, nil, Config{Ordering: mode})
+	n, elapsed, err := SQLCeiling(context.Background(), pool, Config{Ordering: mode}, loops)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	var total atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := 0; i < loops; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			idle := 0
-			for idle < 3 {
-				token := uuid.New()
-				events, err := r.claim(ctx, token, DefaultConfig.BatchSize)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				if len(events) == 0 {
-					// In ordered mode other loops' batches may be what blocks us.
-					idle++
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				idle = 0
-				acked := make([]published, len(events))
-				for j, e := range events {
-					acked[j] = published{e.id, "outbox.order", 0, int64(j)}
-				}
-				n, err := r.mark(ctx, token, acked)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				total.Add(int64(n))
-			}
-		}()
+	if n != env.events {
+		b.Fatalf("ceiling marked %d of %d", n, env.events)
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	if int(total.Load()) != env.events {
-		b.Fatalf("ceiling marked %d of %d", total.Load(), env.events)
-	}
-	return float64(total.Load()) / elapsed.Seconds()
+	return float64(n) / elapsed.Seconds()
 }
 
 func (env *benchEnv) relay(b *testing.B, pool *pgxpool.Pool, mode Ordering) float64 {

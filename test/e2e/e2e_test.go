@@ -115,7 +115,7 @@ func TestKilledRelayLosesNothing(t *testing.T) {
 	k.CreateTopics(t, 3, "outbox.order")
 	const n, batch, inFlight = 30_000, 500, 4
 	if _, err := pool.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
-		SELECT gen_random_uuid(), 'order', 'o-' || (g % 300), 'OrderPlaced', jsonb_build_object('n', g)
+		SELECT gen_random_uuid(), 'order', 'o-' || (g % 3000), 'OrderPlaced', jsonb_build_object('n', g)
 		FROM generate_series(1, $1) g ORDER BY g`, n); err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +210,11 @@ func killMidBatch(t *testing.T, pool *pgxpool.Pool, p *relayProc) int {
 		return out
 	}
 	for try := 0; try < 50; try++ {
+		select {
+		case <-p.exited:
+			t.Fatalf("relay exited before it could be killed (%v); log:\n%s", p.err, p.logText())
+		default:
+		}
 		if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
@@ -232,6 +237,6 @@ func killMidBatch(t *testing.T, pool *pgxpool.Pool, p *relayProc) int {
 		_ = p.cmd.Process.Signal(syscall.SIGCONT)
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatal("never caught the relay holding a batch")
+	t.Fatalf("never caught the relay holding a batch; log:\n%s", p.logText())
 	return 0
 }
