@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"charm.land/bubbles/v2/key"
+
+	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/demo"
+	"github.com/outboxtop/outboxtop/tui"
+)
+
+// runDemoConsole opens the console on the running demo, with its fault
+// switches as extra keys, until the operator quits or ctx ends.
+func runDemoConsole(ctx context.Context, d *demo.Demo, cfg demo.Config, io IO) error {
+	in, err := inspect.New(d.Pool, cfg.Relay.Schema)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var runErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runErr = d.Run(ctx)
+		if runErr != nil {
+			cancel() // the console would show a demo that no longer runs
+		}
+	}()
+	err = tui.Run(tui.Options{
+		Inspector: in,
+		Relay:     relayControl{d.Relay},
+		Actor:     inspect.DefaultActor(io.Getenv),
+		Context:   ctx,
+		Extras:    demoExtras(d),
+	})
+	cancel()
+	fmt.Fprintln(io.Err, "outboxtop demo: stopping; removing the throwaway database")
+	wg.Wait()
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return fmt.Errorf("demo: %w", runErr)
+	}
+	return err
+}
+
+// demoExtras are the demo's fault switches. The console lists them in its
+// help under "extras" and shows their state in the Overview.
+func demoExtras(d *demo.Demo) []tui.Extra {
+	return []tui.Extra{
+		{
+			Key: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "broker outage")),
+			Run: func(context.Context) (string, error) {
+				if d.Outage() {
+					d.SetOutage(false)
+					return "broker outage OFF: the relay reconnects and publishes the backlog", nil
+				}
+				d.SetOutage(true)
+				return "broker outage ON: the relay's Kafka connections are cut; it backs off without burning attempts (b ends it)", nil
+			},
+			State: func() string {
+				if d.Outage() {
+					return "ON (b ends it)"
+				}
+				return "off"
+			},
+		},
+		{
+			Key: key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "inject poison event")),
+			Run: d.InjectPoison,
+			State: func() string {
+				return fmt.Sprintf("%d injected", d.Counters.Snapshot().Poisoned)
+			},
+		},
+		{
+			Key: key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "kill relay batch")),
+			Run: func(context.Context) (string, error) {
+				n := d.KillBatch()
+				return fmt.Sprintf("kill #%d: the next batch Kafka acknowledges is abandoned before its mark; after its lease it is published again and the inbox absorbs the duplicates", n), nil
+			},
+			State: func() string {
+				s := d.Counters.Snapshot()
+				return fmt.Sprintf("%d killed · inbox absorbed %d duplicates · %d/%d applied", d.Kills(), s.Duplicates, s.Applied, s.Committed)
+			},
+		},
+	}
+}
