@@ -162,7 +162,10 @@ func (d *Demo) RunHeadless(ctx context.Context, cfg HeadlessConfig) (Summary, er
 	var faults []fault
 	if cfg.Faults {
 		faults = []fault{
-			{cfg.Duration / 5, func() { d.KillBatch(); fmt.Fprintf(out, "%5s  fault: killing the next relay batch after Kafka's ack\n", since(started)) }},
+			{cfg.Duration / 5, func() {
+				d.KillBatch()
+				fmt.Fprintf(out, "%5s  fault: killing the next relay batch after Kafka's ack\n", since(started))
+			}},
 			{2 * cfg.Duration / 5, func() { d.SetOutage(true); fmt.Fprintf(out, "%5s  fault: broker outage on\n", since(started)) }},
 			{3 * cfg.Duration / 5, func() { d.SetOutage(false); fmt.Fprintf(out, "%5s  fault: broker outage off\n", since(started)) }},
 		}
