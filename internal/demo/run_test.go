@@ -1,0 +1,161 @@
+package demo_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/outboxtop/outboxtop/internal/demo"
+	"github.com/outboxtop/outboxtop/internal/testenv"
+	"github.com/outboxtop/outboxtop/relay"
+)
+
+// The whole demo without a terminal, with a relay batch killed after Kafka's
+// ack and a broker outage during the run: everything committed is published
+// and applied exactly once, and the inbox absorbed the killed batch's
+// re-publication.
+func TestHeadlessRunWithFaults(t *testing.T) {
+	t.Parallel()
+	k := testenv.NewKafka(t)
+	k.CreateTopics(t, 3, "outbox.order", "outbox.payment")
+	d, err := demo.Start(context.Background(), demo.Config{
+		DSN:   testenv.DB(t),
+		Kafka: relay.KafkaConfig{Brokers: k.Brokers},
+		Relay: relay.Config{
+			TopicTemplate:  k.Prefix + "outbox.{aggregate_type}",
+			Lease:          2 * time.Second,
+			PublishTimeout: time.Second,
+			BackoffBase:    100 * time.Millisecond,
+			BackoffMax:     time.Second,
+			PollInterval:   100 * time.Millisecond,
+		},
+		Group: k.Prefix + "demo",
+		Rate:  300,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+
+	var progress strings.Builder
+	s, err := d.RunHeadless(context.Background(), demo.HeadlessConfig{
+		Duration: 10 * time.Second, Faults: true, SettleTimeout: 40 * time.Second,
+		Progress: &progress, ProgressEvery: time.Second,
+	})
+	t.Logf("progress:\n%s", progress.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum strings.Builder
+	s.Print(&sum)
+	t.Logf("summary:\n%s", sum.String())
+
+	if !s.Settled() {
+		t.Errorf("not settled")
+	}
+	if s.Committed < 500 || s.Published != s.Committed || s.Applied != s.Committed {
+		t.Errorf("committed %d, published %d, applied %d: want equal and ≥ 500", s.Committed, s.Published, s.Applied)
+	}
+	if s.Kills != 1 || s.Duplicates == 0 {
+		t.Errorf("%d kills, %d duplicates absorbed: want the killed batch's events redelivered and absorbed", s.Kills, s.Duplicates)
+	}
+	if s.Produced != s.Applied+s.Duplicates {
+		t.Errorf("Kafka acknowledged %d records; the consumer applied %d and absorbed %d", s.Produced, s.Applied, s.Duplicates)
+	}
+	if s.Dead != 0 || s.Invalid != 0 {
+		t.Errorf("%d dead events, %d invalid records", s.Dead, s.Invalid)
+	}
+	for _, want := range []string{"fault: killing", "fault: broker outage on", "fault: broker outage off"} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("progress does not mention %q", want)
+		}
+	}
+	// The outage reached the relay: it saw Kafka unreachable, and recovered.
+	st := d.Relay.Status()
+	if !strings.Contains(st.LastError, "demo broker outage") || !st.BrokerReachable {
+		t.Errorf("relay status after the outage: reachable %v, last error %q", st.BrokerReachable, st.LastError)
+	}
+
+	// Each effect exactly once: one inbox row per event, no projection row
+	// counted twice (payment_projection's key would refuse a second apply).
+	ctx := context.Background()
+	var inboxRows, events int64
+	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM consumed_event WHERE consumer_name = 'demo-projection'`).Scan(&inboxRows); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_event WHERE published_at IS NOT NULL`).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	if inboxRows != s.Committed || events != s.Committed {
+		t.Errorf("%d inbox rows and %d published events for %d committed", inboxRows, events, s.Committed)
+	}
+	if r := s.Report; r.OverApplied != 0 || r.OutOfOrder != 0 || r.AppliedOrderEvents+r.AppliedPayments != s.Committed {
+		t.Errorf("projection: %s; want %d effects, none twice, none out of order", r, s.Committed)
+	}
+}
+
+// Cancelling a run — what ctrl+c does through the command's context — stops
+// everything and leaves neither a PostgreSQL process nor its directory.
+func TestCancelledRunLeavesNothingBehind(t *testing.T) {
+	if testenv.Cluster(t) == nil {
+		t.Skip("needs the local PostgreSQL binaries (OUTBOXTOP_TEST_DATABASE_URL is set)")
+	}
+	t.Parallel()
+	d, err := demo.Start(context.Background(), demo.Config{Rate: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := d.ClusterDir()
+	pid := postmasterPID(t, dir)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.RunHeadless(ctx, demo.HeadlessConfig{Duration: time.Hour})
+		done <- err
+	}()
+	wait, cancelWait := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelWait()
+	if err := d.Counters.WaitFor(wait, func(s demo.Stats) bool { return s.Applied > 50 }); err != nil {
+		t.Fatalf("demo did not get going: %v (%+v)", err, d.Counters.Snapshot())
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, demo.ErrInterrupted) {
+		t.Errorf("RunHeadless = %v, want ErrInterrupted", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, dir, pid)
+}
+
+// postmasterPID reads the server's pid from the cluster directory.
+func postmasterPID(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func assertGone(t *testing.T, dir string, pid int) {
+	t.Helper()
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("cluster directory %s still there (%v)", dir, err)
+	}
+	// Signal 0 probes; the server was our child, so Close reaped it.
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("postmaster %d still exists (kill 0: %v)", pid, err)
+	}
+}
