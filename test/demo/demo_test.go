@@ -1,0 +1,261 @@
+// Package demo runs the outboxtop binary's demo command as a separate
+// process and checks that however it is stopped — SIGTERM, SIGINT (ctrl+c
+// without a terminal), q or ctrl+c in the console — it leaves no PostgreSQL
+// process and no temp directory behind.
+package demo
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "outboxtop-demo-test-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "outboxtop")
+	build := exec.Command("go", "build", "-o", binary, "github.com/outboxtop/outboxtop")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building outboxtop:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestSignalLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(binary, "demo", "--no-tui", "--duration", "10m", "--rate", "200")
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			lines := bufio.NewScanner(stdout)
+			// The banner names the cluster directory; the first progress line
+			// says the pipeline runs.
+			var dir string
+			for lines.Scan() && !strings.Contains(lines.Text(), "committed") {
+				if _, rest, ok := strings.Cut(lines.Text(), "throwaway PostgreSQL in "); ok {
+					dir, _, _ = strings.Cut(rest, ";")
+				}
+			}
+			go func() {
+				_, _ = io.Copy(io.Discard, stdout)
+				exited <- cmd.Wait()
+			}()
+			if dir == "" {
+				_ = cmd.Process.Kill()
+				<-exited
+				t.Fatalf("no cluster directory announced; stderr:\n%s", stderr.String())
+			}
+			pid := postmasterPID(t, dir)
+
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-exited:
+				// Interrupted before settling: exit 1, not a crash.
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+					t.Errorf("exit: %v, want exit status 1; stderr:\n%s", err, stderr.String())
+				}
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatalf("demo did not exit within 30 s of %v", sig)
+			}
+			assertGone(t, dir, pid)
+		})
+	}
+}
+
+// q, ctrl+c and SIGTERM while the console runs in a real terminal (tmux).
+func TestConsoleQuitLeavesNothingBehind(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	t.Parallel()
+	for _, quit := range []string{"q", "C-c", "SIGTERM"} {
+		t.Run(quit, func(t *testing.T) {
+			t.Parallel()
+			tm := newTmux(t, binary+" demo --rate 100")
+			tm.waitFor(t, "RELAY")
+			pid := tm.panePID(t)
+			dir := clusterOwnedBy(t, pid)
+			pg := postmasterPID(t, dir)
+
+			// The fault switches are there and answer.
+			tm.send(t, "b")
+			tm.waitFor(t, "broker outage: ON")
+			tm.send(t, "b")
+			tm.waitFor(t, "broker outage: off")
+
+			if quit == "SIGTERM" {
+				owner, _ := os.ReadFile(filepath.Join(dir, "owner.pid"))
+				demoPID, _ := strconv.Atoi(strings.TrimSpace(string(owner)))
+				if err := syscall.Kill(demoPID, syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				tm.send(t, quit)
+			}
+			tm.waitExit(t)
+			assertGone(t, dir, pg)
+		})
+	}
+}
+
+type tmux struct{ sock string }
+
+func newTmux(t *testing.T, command string) *tmux {
+	t.Helper()
+	tm := &tmux{sock: fmt.Sprintf("outboxtop-demo-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	// remain-on-exit is off: the session ends when the demo exits.
+	if out, err := exec.Command("tmux", "-L", tm.sock, "-f", "/dev/null", "new-session", "-d", "-s", "demo",
+		"-x", "100", "-y", "30", command).CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
+	return tm
+}
+
+func (tm *tmux) run(args ...string) (string, error) {
+	out, err := exec.Command("tmux", append([]string{"-L", tm.sock}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+func (tm *tmux) send(t *testing.T, keys string) {
+	t.Helper()
+	if out, err := tm.run("send-keys", "-t", "demo", keys); err != nil {
+		t.Fatalf("send-keys %s: %v: %s", keys, err, out)
+	}
+}
+
+// waitFor polls the screen until it shows want.
+func (tm *tmux) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		screen, err := tm.run("capture-pane", "-p", "-t", "demo")
+		if err == nil && strings.Contains(screen, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("screen never showed %q:\n%s", want, screen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitExit polls until the session is gone, which is when the demo exited.
+func (tm *tmux) waitExit(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := tm.run("has-session", "-t", "demo"); err != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			screen, _ := tm.run("capture-pane", "-p", "-t", "demo")
+			t.Fatalf("demo did not exit within 30 s:\n%s", screen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (tm *tmux) panePID(t *testing.T) int {
+	t.Helper()
+	out, err := tm.run("display-message", "-p", "-t", "demo", "#{pane_pid}")
+	if err != nil {
+		t.Fatalf("pane pid: %v: %s", err, out)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// clusterOwnedBy finds the throwaway cluster whose owner is pid or a child
+// of pid (the shell tmux starts may or may not exec the command).
+func clusterOwnedBy(t *testing.T, pid int) string {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "outboxtop-pg-*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "owner.pid"))
+		if err != nil {
+			continue
+		}
+		owner, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			continue
+		}
+		if owner == pid || parentPID(owner) == pid {
+			return dir
+		}
+	}
+	t.Fatalf("no cluster directory owned by %d", pid)
+	return ""
+}
+
+func parentPID(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid …; comm may hold spaces, so split after ')'.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
+}
+
+func postmasterPID(t *testing.T, dir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func assertGone(t *testing.T, dir string, pid int) {
+	t.Helper()
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("cluster directory %s still there (%v)", dir, err)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("postmaster %d still exists (kill 0: %v)", pid, err)
+	}
+}
