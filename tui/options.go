@@ -34,6 +34,9 @@ type Options struct {
 	// Extras are additional keys, for example the demo's fault switches. They appear
 	// in the help screen under "extras" only when present.
 	Extras []Extra
+	// Terminal is a remote terminal to run on instead of the process's own (an SSH
+	// session under outboxtop serve); nil for the local terminal.
+	Terminal *Terminal
 }
 
 // Relay is what the console needs of an embedded relay: relay.Relay satisfies it
