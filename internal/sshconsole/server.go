@@ -1,0 +1,197 @@
+package sshconsole
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"charm.land/ssh"
+	"charm.land/wish/v2"
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/tui"
+)
+
+// Config configures the server.
+type Config struct {
+	// HostKeyPath is the server's private host key; an Ed25519 key is generated
+	// there (mode 0600) when the file does not exist.
+	HostKeyPath string
+	// AuthorizedKeysPath lists the keys that may log in (OpenSSH authorized_keys
+	// format). Required.
+	AuthorizedKeysPath string
+	// OperatorsPath lists the keys that may act (same format); optional. Its keys
+	// need not be repeated in AuthorizedKeysPath.
+	OperatorsPath string
+	// IdleTimeout closes a console after this long without a key press or a
+	// resize; 0 never does.
+	IdleTimeout time.Duration
+	// Console is the console every session gets. Its Inspector serves operators;
+	// the server sets Actor, ReadOnly, Context and Terminal per session.
+	// Console.ReadOnly makes every session read-only.
+	Console tui.Options
+	// ReadOnlyInspector serves every other key (made with inspect.ReadOnly()).
+	ReadOnlyInspector *inspect.Inspector
+	// Status writes the text a session without a terminal gets (outboxtop status).
+	Status func(ctx context.Context, w io.Writer) error
+	// Logger receives the server's log lines (default: slog.Default()).
+	Logger *slog.Logger
+	// ShutdownGrace bounds how long open sessions get to close when the server
+	// stops (default 5 s); connections still open then are cut.
+	ShutdownGrace time.Duration
+}
+
+// Server is the console over SSH.
+type Server struct {
+	cfg     Config
+	keys    keyFiles
+	log     *slog.Logger
+	ssh     *ssh.Server
+	hostFP  string
+	base    context.Context // ends when the server stops; every session derives from it
+	stop    context.CancelCauseFunc
+	mu      sync.Mutex
+	closing bool
+	open    sync.WaitGroup
+}
+
+// Why a console closes, told to its client.
+var (
+	errShutdown = errors.New("outboxtop serve is shutting down")
+	errIdle     = errors.New("idle for too long")
+)
+
+// New checks cfg, loads (or generates) the host key and builds the server.
+func New(cfg Config) (*Server, error) {
+	if cfg.AuthorizedKeysPath == "" {
+		return nil, errors.New("an authorized keys file is required")
+	}
+	if cfg.HostKeyPath == "" {
+		return nil, errors.New("a host key path is required")
+	}
+	if cfg.Console.Inspector == nil || cfg.ReadOnlyInspector == nil || !cfg.ReadOnlyInspector.IsReadOnly() {
+		return nil, errors.New("an inspector and a read-only inspector are required")
+	}
+	if cfg.Status == nil {
+		return nil, errors.New("a status writer is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 5 * time.Second
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, keys: keyFiles{authorized: cfg.AuthorizedKeysPath, operators: cfg.OperatorsPath}}
+	for _, p := range []string{cfg.AuthorizedKeysPath, cfg.OperatorsPath} {
+		if p == "" {
+			continue
+		}
+		if _, err := readAuthorizedKeys(p); err != nil {
+			return nil, err
+		}
+	}
+	signer, created, err := hostKey(cfg.HostKeyPath)
+	if err != nil {
+		return nil, err
+	}
+	s.hostFP = gossh.FingerprintSHA256(signer.PublicKey())
+	if created {
+		s.log.Info("generated a new SSH host key", "path", cfg.HostKeyPath, "fingerprint", s.hostFP, "type", signer.PublicKey().Type())
+	} else {
+		s.log.Info("SSH host key", "path", cfg.HostKeyPath, "fingerprint", s.hostFP, "type", signer.PublicKey().Type())
+	}
+	s.base, s.stop = context.WithCancelCause(context.Background())
+	s.ssh, err = wish.NewServer(
+		func(srv *ssh.Server) error { srv.AddHostKey(signer); return nil },
+		wish.WithVersion("outboxtop"),
+		wish.WithPublicKeyAuth(s.authorize),
+		wish.WithMiddleware(func(ssh.Handler) ssh.Handler { return s.handle }),
+		func(srv *ssh.Server) error {
+			srv.HandshakeTimeout = 30 * time.Second
+			srv.ServerConfigCallback = func(ssh.Context) *gossh.ServerConfig {
+				return &gossh.ServerConfig{MaxAuthTries: 6}
+			}
+			return nil
+		},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("building the SSH server: %w", err)
+	}
+	return s, nil
+}
+
+// HostKeyFingerprint is the host key's SHA256 fingerprint, for known_hosts checks.
+func (s *Server) HostKeyFingerprint() string { return s.hostFP }
+
+// authorize is the public key callback: unknown keys are refused here, before
+// any session exists.
+func (s *Server) authorize(ctx ssh.Context, key ssh.PublicKey) bool {
+	id, err := s.keys.identify(key)
+	if err != nil {
+		s.log.Error("cannot read the keys files: refusing logins until they are fixed", "err", err)
+		return false
+	}
+	if id.Role == Refused {
+		s.log.Info("refused an unknown key", "fingerprint", id.Fingerprint, "user", ctx.User(), "remote", ctx.RemoteAddr().String())
+		return false
+	}
+	return true
+}
+
+// Serve accepts connections on ln until ctx ends, then stops accepting, tells
+// every open session that the server is shutting down, waits up to
+// ShutdownGrace for them to close, and cuts what is left. It returns nil after
+// a shutdown, or the listener's error.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.ssh.Serve(ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	s.shutdown()
+	if err == nil {
+		<-errc
+	}
+	if errors.Is(err, ssh.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Server) shutdown() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	// Shutdown with an ended context only closes the listeners.
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = s.ssh.Shutdown(ended)
+	s.stop(errShutdown)
+	done := make(chan struct{})
+	go func() { s.open.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(s.cfg.ShutdownGrace):
+		s.log.Warn("sessions did not close in time: cutting their connections", "grace", s.cfg.ShutdownGrace)
+	}
+	_ = s.ssh.Close()
+}
+
+// track registers a session unless the server is stopping.
+func (s *Server) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.open.Add(1)
+	return true
+}
