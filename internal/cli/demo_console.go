@@ -57,10 +57,10 @@ func demoExtras(d *demo.Demo) []tui.Extra {
 			Run: func(context.Context) (string, error) {
 				if d.Outage() {
 					d.SetOutage(false)
-					return "broker outage OFF: the relay reconnects and publishes the backlog", nil
+					return "broker outage OFF: the relay reconnects and catches up", nil
 				}
 				d.SetOutage(true)
-				return "broker outage ON: the relay's Kafka connections are cut; it backs off without burning attempts (b ends it)", nil
+				return "broker outage ON: relay cut off from Kafka; it backs off, burns no attempts", nil
 			},
 			State: func() string {
 				if d.Outage() {
@@ -70,21 +70,20 @@ func demoExtras(d *demo.Demo) []tui.Extra {
 			},
 		},
 		{
-			Key: key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "inject poison event")),
+			Key: key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "inject poison")),
 			Run: d.InjectPoison,
 			State: func() string {
 				return fmt.Sprintf("%d injected", d.Counters.Snapshot().Poisoned)
 			},
 		},
 		{
-			Key: key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "kill relay batch")),
+			Key: key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "kill batch")),
 			Run: func(context.Context) (string, error) {
 				n := d.KillBatch()
-				return fmt.Sprintf("kill #%d: the next batch Kafka acknowledges is abandoned before its mark; after its lease it is published again and the inbox absorbs the duplicates", n), nil
+				return fmt.Sprintf("kill #%d: next batch dies after Kafka's ack; the inbox absorbs its redelivery", n), nil
 			},
 			State: func() string {
-				s := d.Counters.Snapshot()
-				return fmt.Sprintf("%d killed · inbox absorbed %d duplicates · %d/%d applied", d.Kills(), s.Duplicates, s.Applied, s.Committed)
+				return fmt.Sprintf("%d killed · %d dups absorbed", d.Kills(), d.Counters.Snapshot().Duplicates)
 			},
 		},
 	}

@@ -47,8 +47,7 @@ func (d *Demo) InjectPoison(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("poison event %s added to order hot-1: the relay fails it, hot-1's later events wait behind it (retry or park it in Failed)",
-		id.String()[:8]), nil
+	return fmt.Sprintf("poison %s on order hot-1: failed at once, hot-1 waits behind it (4 Failed)", id.String()[:8]), nil
 }
 
 // Produced is the number of records Kafka acknowledged to the relay, repeats
