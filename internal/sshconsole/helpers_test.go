@@ -44,6 +44,7 @@ type testBundle struct {
 	hostKey                    gossh.PublicKey
 	hostKeyPath                string
 	operator, viewer, stranger gossh.Signer
+	operatorKey                ed25519.PrivateKey
 	logs                       *syncBuffer
 	cancel                     context.CancelFunc
 	served                     chan error
@@ -68,7 +69,8 @@ func setup(t *testing.T, tweak func(*Config)) *testBundle {
 	}
 	dir := t.TempDir()
 	b := &testBundle{t: t, pool: pool, logs: &syncBuffer{}, hostKeyPath: filepath.Join(dir, "host_ed25519")}
-	b.operator, b.viewer, b.stranger = newKey(t), newKey(t), newKey(t)
+	b.operator, b.operatorKey = newKeyPair(t)
+	b.viewer, b.stranger = newKey(t), newKey(t)
 	writeKeys(t, filepath.Join(dir, "authorized_keys"), "# viewers\n\n", b.viewer, "viewer@desk")
 	writeKeys(t, filepath.Join(dir, "operators"), "", b.operator, "oncall@laptop")
 	cfg := Config{
@@ -130,6 +132,12 @@ func (b *testBundle) stop() error {
 
 func newKey(t *testing.T) gossh.Signer {
 	t.Helper()
+	s, _ := newKeyPair(t)
+	return s
+}
+
+func newKeyPair(t *testing.T) (gossh.Signer, ed25519.PrivateKey) {
+	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +146,7 @@ func newKey(t *testing.T) gossh.Signer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, priv
 }
 
 func writeKeys(t *testing.T, path, prefix string, key gossh.Signer, comment string) {
