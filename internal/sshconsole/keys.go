@@ -59,22 +59,26 @@ type keyFiles struct {
 }
 
 // identify reads both files and says who key is. A key in both files is an
-// operator; the comment comes from the operators file then.
+// operator; the comment comes from the operators file then. Either file failing
+// to read fails the whole identification: no login on a half-read configuration.
 func (f keyFiles) identify(key gossh.PublicKey) (Identity, error) {
-	want := key.Marshal()
-	id := Identity{Role: Refused, Fingerprint: gossh.FingerprintSHA256(key)}
-	for _, file := range []struct {
-		path string
-		role Role
-	}{{f.operators, Operator}, {f.authorized, Viewer}} {
-		if file.path == "" {
-			continue
-		}
-		keys, err := readAuthorizedKeys(file.path)
-		if err != nil {
+	var ops, viewers []authorizedKey
+	var err error
+	if f.operators != "" {
+		if ops, err = readAuthorizedKeys(f.operators); err != nil {
 			return Identity{}, err
 		}
-		for _, k := range keys {
+	}
+	if viewers, err = readAuthorizedKeys(f.authorized); err != nil {
+		return Identity{}, err
+	}
+	id := Identity{Role: Refused, Fingerprint: gossh.FingerprintSHA256(key)}
+	want := key.Marshal()
+	for _, file := range []struct {
+		keys []authorizedKey
+		role Role
+	}{{ops, Operator}, {viewers, Viewer}} {
+		for _, k := range file.keys {
 			if bytes.Equal(k.key.Marshal(), want) {
 				id.Role, id.Comment = file.role, k.comment
 				return id, nil

@@ -273,3 +273,21 @@ func TestHostKeyIsGeneratedOnceWithMode0600(t *testing.T) {
 		t.Errorf("a world-readable host key: %v", err)
 	}
 }
+
+func TestBrokenKeyFileRefusesEveryLogin(t *testing.T) {
+	t.Parallel()
+	var authorized string
+	b := setup(t, func(c *Config) { authorized = c.AuthorizedKeysPath })
+	if err := os.WriteFile(authorized, []byte("from=\"10.0.0.0/8\" ssh-ed25519 AAAA\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []gossh.Signer{b.operator, b.viewer} {
+		if client, err := b.dial(key); err == nil {
+			client.Close()
+			t.Error("a login while the authorized keys file is broken")
+		}
+	}
+	if !strings.Contains(b.logs.String(), "refusing logins until they are fixed") {
+		t.Errorf("server log:\n%s", b.logs.String())
+	}
+}
