@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxtop/outboxtop/migrations"
+)
+
+// backlog describes a loaded outbox.
+type backlog struct {
+	Events     int     `json:"events"`
+	Payload    int     `json:"payload_bytes"`
+	Aggregates int     `json:"aggregates"`
+	HotShare   float64 `json:"hot_share"` // share of events in one hot aggregate
+}
+
+func (b backlog) key() string {
+	return fmt.Sprintf("tmpl_%d_%d_%d_%d", b.Events, b.Payload, b.Aggregates, int(b.HotShare*100))
+}
+
+func (b backlog) String() string {
+	s := fmt.Sprintf("%s events, %d B payloads, %d aggregates", human(b.Events), b.Payload, b.Aggregates)
+	if b.HotShare > 0 {
+		s += fmt.Sprintf(", %.0f%% in one hot aggregate", b.HotShare*100)
+	}
+	return s
+}
+
+func (e *env) admin(ctx context.Context) (*pgx.Conn, error) {
+	return pgx.Connect(ctx, e.cluster.DSN("postgres"))
+}
+
+// template returns a database holding b, loading it the first time.
+func (e *env) template(ctx context.Context, b backlog) (string, error) {
+	if name, ok := e.templates[b.key()]; ok {
+		return name, nil
+	}
+	name := b.key()
+	conn, err := e.admin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", err
+	}
+	tc, err := pgx.Connect(ctx, e.cluster.DSN(name))
+	if err != nil {
+		return "", err
+	}
+	defer tc.Close(ctx)
+	if _, err := migrations.Apply(ctx, tc, "public", nil); err != nil {
+		return "", err
+	}
+	start := time.Now()
+	hot := int(float64(b.Events) * b.HotShare)
+	if b.Events > 0 {
+		// Events in seq order; the hot aggregate's are spread through the backlog.
+		if _, err := tc.Exec(ctx, `
+			INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+			SELECT gen_random_uuid(), 'order',
+			       CASE WHEN $4 > 0 AND g % ($1 / greatest($4, 1)) = 0 THEN 'hot' ELSE 'o-' || (g % $2) END,
+			       'OrderPlaced',
+			       jsonb_build_object('n', g, 'pad', repeat('x', greatest($3 - 40, 0)))
+			FROM generate_series(1, $1) g ORDER BY g`, b.Events, b.Aggregates, b.Payload, hot); err != nil {
+			return "", err
+		}
+	}
+	if _, err := tc.Exec(ctx, "VACUUM ANALYZE outbox_event"); err != nil {
+		return "", err
+	}
+	if _, err := tc.Exec(ctx, "CHECKPOINT"); err != nil {
+		return "", err
+	}
+	logf("loaded %s in %v", b, time.Since(start).Round(time.Millisecond))
+	e.templates[b.key()] = name
+	return name, nil
+}
+
+// clone copies a template into a fresh database and returns its DSN and a drop
+// function.
+func (e *env) clone(ctx context.Context, b backlog) (string, func(), error) {
+	tmpl, err := e.template(ctx, b)
+	if err != nil {
+		return "", nil, err
+	}
+	e.dbs++
+	name := fmt.Sprintf("run_%d", e.dbs)
+	conn, err := e.admin(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE "+tmpl); err != nil {
+		return "", nil, err
+	}
+	// Start every run from the same state: no dirty buffers from the previous one.
+	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+		return "", nil, err
+	}
+	drop := func() {
+		c, err := e.admin(context.Background())
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			c.Close(context.Background())
+		}
+	}
+	return e.cluster.DSN(name), drop, nil
+}
+
+func (e *env) serverInfo(ctx context.Context) error {
+	conn, err := e.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var v, fsync, sb string
+	if err := conn.QueryRow(ctx, "SELECT version(), current_setting('fsync'), current_setting('shared_buffers')").Scan(&v, &fsync, &sb); err != nil {
+		return err
+	}
+	e.results.Server = fmt.Sprintf("%s; fsync=%s, shared_buffers=%s", v, fsync, sb)
+	return nil
+}
+
+func human(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/outboxtop/outboxtop/relay"
+)
+
+// drainRun is one throughput measurement.
+type drainRun struct {
+	Backlog   backlog `json:"backlog"`
+	Kind      string  `json:"kind"` // relay, ceiling, seed
+	Ordering  string  `json:"ordering"`
+	Procs     int     `json:"procs"` // relay processes, or ceiling loops
+	BatchSize int     `json:"batch_size"`
+	Events    int     `json:"events"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"events_per_second"`
+	MaxRSSMB  float64 `json:"max_rss_mb,omitempty"`
+}
+
+// relayDrain runs procs `outboxtop --headless --drain` processes on a fresh copy
+// of b and returns the rate at which they emptied it.
+func (e *env) relayDrain(ctx context.Context, b backlog, ordering string, procs, batch int) (drainRun, error) {
+	dsn, drop, err := e.clone(ctx, b)
+	if err != nil {
+		return drainRun{}, err
+	}
+	defer drop()
+	args := []string{"--headless", "--drain", "--dsn", dsn, "--brokers", strings.Join(e.kafka.ListenAddrs(), ","),
+		"--ordering", ordering, "--batch-size", fmt.Sprint(batch), "--log-level", "warn"}
+	cmds := make([]*exec.Cmd, procs)
+	start := time.Now()
+	for i := range cmds {
+		cmds[i] = exec.Command(e.binary, args...)
+		cmds[i].Stderr = os.Stderr
+		if err := cmds[i].Start(); err != nil {
+			return drainRun{}, err
+		}
+	}
+	var maxRSS int64
+	for _, c := range cmds {
+		if err := c.Wait(); err != nil {
+			return drainRun{}, fmt.Errorf("relay: %w", err)
+		}
+		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > maxRSS {
+			maxRSS = ru.Maxrss
+		}
+	}
+	elapsed := time.Since(start)
+	n, err := published(ctx, dsn)
+	if err != nil {
+		return drainRun{}, err
+	}
+	if n != b.Events {
+		return drainRun{}, fmt.Errorf("drain published %d of %d", n, b.Events)
+	}
+	r := drainRun{Backlog: b, Kind: "relay", Ordering: ordering, Procs: procs, BatchSize: batch, Events: n,
+		Seconds: elapsed.Seconds(), PerSecond: float64(n) / elapsed.Seconds(), MaxRSSMB: float64(maxRSS) / 1024}
+	logf("relay %s ×%d batch %d on %s: %.0f events/s, max RSS %.0f MB", ordering, procs, batch, b, r.PerSecond, r.MaxRSSMB)
+	return r, nil
+}
+
+// ceiling is relay.SQLCeiling, best of 1–4 loops, each on a fresh copy.
+func (e *env) ceiling(ctx context.Context, b backlog, ordering string, batch int) (drainRun, error) {
+	var best drainRun
+	for loops := 1; loops <= 4; loops++ {
+		dsn, drop, err := e.clone(ctx, b)
+		if err != nil {
+			return best, err
+		}
+		pool, err := pgxpool.New(ctx, dsn)
+		if err != nil {
+			drop()
+			return best, err
+		}
+		n, elapsed, err := relay.SQLCeiling(ctx, pool, relay.Config{Ordering: relay.Ordering(ordering), BatchSize: batch}, loops)
+		pool.Close()
+		drop()
+		if err != nil {
+			return best, err
+		}
+		if n != b.Events {
+			return best, fmt.Errorf("ceiling marked %d of %d", n, b.Events)
+		}
+		rate := float64(n) / elapsed.Seconds()
+		logf("ceiling %s loops=%d on %s: %.0f events/s", ordering, loops, b, rate)
+		if rate > best.PerSecond {
+			best = drainRun{Backlog: b, Kind: "ceiling", Ordering: ordering, Procs: loops, BatchSize: batch,
+				Events: n, Seconds: elapsed.Seconds(), PerSecond: rate}
+		}
+	}
+	return best, nil
+}
+
+// seed is the seed's relay, from DESIGN.md: claim one with the seed's CTE,
+// produce it, mark it; for d.
+func (e *env) seed(ctx context.Context, b backlog, d time.Duration) (drainRun, error) {
+	dsn, drop, err := e.clone(ctx, b)
+	if err != nil {
+		return drainRun{}, err
+	}
+	defer drop()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return drainRun{}, err
+	}
+	defer conn.Close(ctx)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.kafka.ListenAddrs()...))
+	if err != nil {
+		return drainRun{}, err
+	}
+	defer cl.Close()
+	const claim = `
+WITH picked AS (
+    SELECT event_id FROM outbox_event
+    WHERE published_at IS NULL
+      AND available_at <= now()
+      AND (lease_until IS NULL OR lease_until < now())
+    ORDER BY available_at, created_at, event_id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox_event AS e
+SET lease_token = $1, lease_until = now() + interval '30 seconds', attempts = attempts + 1
+FROM picked
+WHERE e.event_id = picked.event_id
+RETURNING e.event_id, e.aggregate_type, e.aggregate_id, e.payload`
+	n := 0
+	start := time.Now()
+	for time.Since(start) < d {
+		var id, typ, agg string
+		var payload []byte
+		token := fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
+		if err := conn.QueryRow(ctx, claim, token).Scan(&id, &typ, &agg, &payload); err != nil {
+			if err == pgx.ErrNoRows {
+				break
+			}
+			return drainRun{}, err
+		}
+		rec := &kgo.Record{Topic: "outbox." + typ, Key: []byte(agg), Value: payload,
+			Headers: []kgo.RecordHeader{{Key: "event_id", Value: []byte(id)}}}
+		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			return drainRun{}, err
+		}
+		if _, err := conn.Exec(ctx, `UPDATE outbox_event SET published_at = now() WHERE event_id = $1 AND lease_token = $2`, id, token); err != nil {
+			return drainRun{}, err
+		}
+		n++
+	}
+	elapsed := time.Since(start)
+	r := drainRun{Backlog: b, Kind: "seed", Ordering: "none", Procs: 1, BatchSize: 1, Events: n,
+		Seconds: elapsed.Seconds(), PerSecond: float64(n) / elapsed.Seconds()}
+	logf("seed one-at-a-time on %s: %.0f events/s", b, r.PerSecond)
+	return r, nil
+}
+
+func published(ctx context.Context, dsn string) (int, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, "SELECT count(*) FROM outbox_event WHERE published_at IS NOT NULL").Scan(&n)
+	return n, err
+}
+
+const defaultBatch = 1000
+
+func (e *env) throughput(ctx context.Context) error {
+	var backlogs []backlog
+	for _, size := range e.prof.sizes {
+		for _, payload := range e.prof.payloads {
+			backlogs = append(backlogs, backlog{Events: size, Payload: payload, Aggregates: 5000})
+		}
+		backlogs = append(backlogs, backlog{Events: size, Payload: 256, Aggregates: 5000, HotShare: 0.10})
+	}
+	for _, b := range backlogs {
+		seed, err := e.seed(ctx, b, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		e.results.Throughput = append(e.results.Throughput, seed)
+		for _, ord := range []string{"aggregate", "none"} {
+			c, err := e.ceiling(ctx, b, ord, defaultBatch)
+			if err != nil {
+				return err
+			}
+			e.results.Throughput = append(e.results.Throughput, c)
+			for _, procs := range e.prof.procs {
+				r, err := e.relayDrain(ctx, b, ord, procs, defaultBatch)
+				if err != nil {
+					return err
+				}
+				e.results.Throughput = append(e.results.Throughput, r)
+			}
+		}
+	}
+	return nil
+}
+
+func (e *env) batchSweep(ctx context.Context) error {
+	b := backlog{Events: e.prof.sizes[0], Payload: 256, Aggregates: 5000}
+	for _, procs := range e.prof.procs {
+		for _, batch := range e.prof.batchSweep {
+			r, err := e.relayDrain(ctx, b, "aggregate", procs, batch)
+			if err != nil {
+				return err
+			}
+			e.results.BatchSweep = append(e.results.BatchSweep, r)
+		}
+	}
+	return nil
+}
+
+func (e *env) memory(ctx context.Context) error {
+	b := backlog{Events: e.prof.memory, Payload: 256, Aggregates: 5000}
+	r, err := e.relayDrain(ctx, b, "aggregate", 1, defaultBatch)
+	if err != nil {
+		return err
+	}
+	e.results.Memory = &r
+	return nil
+}

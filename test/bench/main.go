@@ -1,0 +1,149 @@
+// Command bench is outboxtop's benchmark suite: throughput, latency, memory and
+// console cost, measured side by side in one run on one database server and one
+// broker, with the references (the SQL-only ceiling, the seed's one-at-a-time
+// relay) measured in the same run. See BENCHMARKS.md.
+//
+//	go run ./test/bench                 # quick profile, a few minutes
+//	go run ./test/bench --profile full  # the whole matrix, about an hour
+//
+// PostgreSQL is a throwaway cluster from the local binaries with fsync on; Kafka
+// is franz-go's kfake in this process; the relays are the outboxtop binary, built
+// at the start, run as separate processes.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/outboxtop/outboxtop/internal/pgtemp"
+)
+
+type profile struct {
+	name       string
+	sizes      []int // backlog sizes for the throughput matrix
+	payloads   []int
+	procs      []int
+	batchSweep []int
+	latencyFor time.Duration
+	rates      []int
+	snapshot   []int // published rows for the console-cost runs
+	memory     int   // backlog drained for the peak-RSS figure
+}
+
+var profiles = map[string]profile{
+	"quick": {name: "quick", sizes: []int{200_000}, payloads: []int{256}, procs: []int{1, 4},
+		batchSweep: []int{100, 500, 1000, 2000}, latencyFor: 15 * time.Second, rates: []int{100, 1000, 10_000},
+		snapshot: []int{1_000_000}, memory: 200_000},
+	"full": {name: "full", sizes: []int{200_000, 1_000_000}, payloads: []int{256, 4096}, procs: []int{1, 4},
+		batchSweep: []int{100, 250, 500, 1000, 2000, 5000}, latencyFor: 30 * time.Second, rates: []int{100, 1000, 10_000},
+		snapshot: []int{1_000_000, 10_000_000}, memory: 1_000_000},
+}
+
+type env struct {
+	prof      profile
+	cluster   *pgtemp.Cluster
+	kafka     *kfake.Cluster
+	binary    string
+	templates map[string]string
+	dbs       int
+	results   *results
+}
+
+func main() {
+	prof := flag.String("profile", "quick", "quick or full")
+	out := flag.String("out", "bench-out", "directory for results.json and results.md")
+	plots := flag.String("plots", "docs/bench", "directory for the SVG plots")
+	only := flag.String("only", "", "run only this part: throughput, batch, latency, memory, snapshot")
+	flag.Parse()
+	p, ok := profiles[*prof]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (quick or full)\n", *prof)
+		os.Exit(2)
+	}
+	if err := run(p, *out, *plots, *only); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(p profile, out, plots, only string) error {
+	ctx := context.Background()
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	e := &env{prof: p, templates: map[string]string{}, results: &results{
+		Profile: p.name, Started: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU()}}
+	logf("building outboxtop")
+	e.binary = filepath.Join(out, "outboxtop")
+	build := exec.Command("go", "build", "-o", e.binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building outboxtop: %w", err)
+	}
+	logf("starting PostgreSQL (fsync on) and kfake")
+	c, err := pgtemp.Start(ctx, pgtemp.Options{Settings: map[string]string{
+		"shared_buffers": "1GB", "max_wal_size": "8GB", "checkpoint_timeout": "15min"}})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	e.cluster = c
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(6), kfake.SeedTopics(6, "outbox.order"))
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	e.kafka = k
+	if err := e.serverInfo(ctx); err != nil {
+		return err
+	}
+
+	parts := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"throughput", e.throughput},
+		{"batch", e.batchSweep},
+		{"latency", e.latency},
+		{"memory", e.memory},
+		{"snapshot", e.snapshot},
+	}
+	for _, part := range parts {
+		if only != "" && only != part.name {
+			continue
+		}
+		logf("== %s", part.name)
+		if err := part.fn(ctx); err != nil {
+			return fmt.Errorf("%s: %w", part.name, err)
+		}
+		if err := e.write(out, plots); err != nil {
+			return err
+		}
+	}
+	e.results.Finished = time.Now().UTC()
+	return e.write(out, plots)
+}
+
+func (e *env) write(out, plots string) error {
+	b, _ := json.MarshalIndent(e.results, "", "  ")
+	if err := os.WriteFile(filepath.Join(out, "results.json"), b, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "results.md"), []byte(e.results.markdown()), 0o644); err != nil {
+		return err
+	}
+	return e.results.plot(plots)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+type results struct {
+	Profile    string        `json:"profile"`
+	Started    time.Time     `json:"started"`
+	Finished   time.Time     `json:"finished"`
+	GoVersion  string        `json:"go_version"`
+	CPUs       int           `json:"cpus"`
+	Server     string        `json:"server"`
+	Throughput []drainRun    `json:"throughput"`
+	BatchSweep []drainRun    `json:"batch_sweep"`
+	Latency    []latencyRun  `json:"latency"`
+	Memory     *drainRun     `json:"memory,omitempty"`
+	Snapshot   []snapshotRun `json:"snapshot"`
+}
+
+func (r *results) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Profile `%s`, %s, %d CPUs, %s.\n\n", r.Profile, r.GoVersion, r.CPUs, r.Server)
+	if len(r.Throughput) > 0 {
+		b.WriteString("### Throughput (drain a backlog)\n\n")
+		b.WriteString("| backlog | what | ordering | relays / loops | events/s | × ceiling | max RSS |\n|---|---|---|---|---:|---:|---:|\n")
+		for _, t := range r.Throughput {
+			ratio := ""
+			if c := r.ceilingFor(t); c > 0 && t.Kind != "ceiling" {
+				ratio = fmt.Sprintf("%.2f", t.PerSecond/c)
+			}
+			rss := ""
+			if t.MaxRSSMB > 0 {
+				rss = fmt.Sprintf("%.0f MB", t.MaxRSSMB)
+			}
+			what := map[string]string{"relay": "outboxtop --headless --drain", "ceiling": "SQL-only ceiling (best loops)", "seed": "seed relay, one at a time"}[t.Kind]
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %.0f | %s | %s |\n", t.Backlog, what, t.Ordering, t.Procs, t.PerSecond, ratio, rss)
+		}
+		b.WriteString("\n")
+	}
+	if len(r.BatchSweep) > 0 {
+		b.WriteString("### Throughput by batch size (ordered, 256 B, 5,000 aggregates)\n\n| relays | batch size | events/s | max RSS |\n|---:|---:|---:|---:|\n")
+		for _, t := range r.BatchSweep {
+			fmt.Fprintf(&b, "| %d | %d | %.0f | %.0f MB |\n", t.Procs, t.BatchSize, t.PerSecond, t.MaxRSSMB)
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Latency) > 0 {
+		b.WriteString("### Latency, commit → Kafka acknowledgement (one relay)\n\n| offered/s | achieved/s | events per tx | events | p50 | p99 | p99.9 | max |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, l := range r.Latency {
+			fmt.Fprintf(&b, "| %d | %.0f | %d | %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms |\n", l.Offered, l.Achieved, l.PerTx, l.Events, l.P50ms, l.P99ms, l.P999ms, l.Maxms)
+		}
+		b.WriteString("\n")
+	}
+	if r.Memory != nil {
+		fmt.Fprintf(&b, "### Memory\n\nPeak RSS of one `outboxtop --headless --drain` draining %s (batch %d, 4 in flight): **%.0f MB**.\n\n", r.Memory.Backlog, r.Memory.BatchSize, r.Memory.MaxRSSMB)
+	}
+	if len(r.Snapshot) > 0 {
+		b.WriteString("### Console snapshot refresh (inspect.Snapshot)\n\n| published rows | pending rows | median | p90 |\n|---:|---:|---:|---:|\n")
+		for _, s := range r.Snapshot {
+			fmt.Fprintf(&b, "| %s | %s | %.1f ms | %.1f ms |\n", human(s.Published), human(s.Pending), s.MedianMs, s.P90Ms)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// ceilingFor is the ceiling measured on the same backlog and ordering.
+func (r *results) ceilingFor(t drainRun) float64 {
+	for _, c := range r.Throughput {
+		if c.Kind == "ceiling" && c.Backlog == t.Backlog && (c.Ordering == t.Ordering || t.Kind == "seed" && c.Ordering == "none") {
+			return c.PerSecond
+		}
+	}
+	return 0
+}
+
+func (r *results) plot(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if len(r.BatchSweep) > 0 {
+		var lines []series
+		for _, procs := range distinct(r.BatchSweep) {
+			s := series{Name: fmt.Sprintf("%d relay process(es)", procs)}
+			for _, t := range r.BatchSweep {
+				if t.Procs == procs {
+					s.X = append(s.X, float64(t.BatchSize))
+					s.Y = append(s.Y, t.PerSecond)
+				}
+			}
+			lines = append(lines, s)
+		}
+		svg := lineChart("Throughput vs batch size (ordered, 256 B payloads)", "batch size (log)", "events/s", true, lines)
+		if err := os.WriteFile(filepath.Join(dir, "throughput-batch.svg"), []byte(svg), 0o644); err != nil {
+			return err
+		}
+	}
+	if len(r.Latency) > 0 {
+		p := []series{{Name: "p50"}, {Name: "p99"}, {Name: "p99.9"}}
+		for _, l := range r.Latency {
+			for i, v := range []float64{l.P50ms, l.P99ms, l.P999ms} {
+				p[i].X = append(p[i].X, float64(l.Offered))
+				p[i].Y = append(p[i].Y, v)
+			}
+		}
+		svg := lineChart("Commit → ack latency vs offered load (one relay)", "offered events/s (log)", "ms", true, p)
+		if err := os.WriteFile(filepath.Join(dir, "latency-load.svg"), []byte(svg), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func distinct(runs []drainRun) []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, r := range runs {
+		if !seen[r.Procs] {
+			seen[r.Procs] = true
+			out = append(out, r.Procs)
+		}
+	}
+	return out
+}
