@@ -61,7 +61,7 @@ func isPlain(s string) bool {
 		}
 		if c >= 0x80 {
 			for _, r := range s[i:] {
-				if r == utf8.RuneError || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) {
+				if r < 0x20 || r == 0x7f || r == utf8.RuneError || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) {
 					return false
 				}
 			}

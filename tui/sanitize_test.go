@@ -27,6 +27,9 @@ func TestSanitize(t *testing.T) {
 		{"unterminated \x1b]0;title", "unterminated ", "unterminated "},
 		{"charset \x1b(0x", "charset x", "charset x"},
 		{"héllo wörld 日本", "héllo wörld 日本", "héllo wörld 日本"},
+		// found by FuzzSanitize: a control after the first non-ASCII character was let through
+		{"é\x1b[2J\x1b]0;x\x07\r", "é^M", "é^M"},
+		{"\uffc0\x00", "\uffc0^@", "\uffc0^@"},
 	} {
 		if got := Sanitize(c.in); got != c.one {
 			t.Errorf("Sanitize(%q) = %q, want %q", c.in, got, c.one)
