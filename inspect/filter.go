@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Filter narrows a List or an action's target. Zero fields do not filter. All fields
@@ -42,6 +43,21 @@ func (f Filter) Validate() error {
 	}
 	if len(f.IDPrefix) > 36 {
 		return fmt.Errorf("event id prefix %q: longer than a uuid", f.IDPrefix)
+	}
+	if len(f.IDPrefix) == 36 {
+		// A whole id is matched through a uuid cast, which fails on a misplaced dash.
+		for i, r := range f.IDPrefix {
+			if (r == '-') != (i == 8 || i == 13 || i == 18 || i == 23) {
+				return fmt.Errorf("event id %q: not a uuid", f.IDPrefix)
+			}
+		}
+	}
+	// PostgreSQL text holds neither NUL nor invalid UTF-8: refuse them here, clearly.
+	for _, t := range [...]struct{ name, s string }{{"event type", f.EventType}, {"aggregate type", f.AggregateType},
+		{"aggregate id", f.AggregateID}, {"error text", f.ErrorContains}} {
+		if !utf8.ValidString(t.s) || strings.ContainsRune(t.s, 0) {
+			return fmt.Errorf("%s filter %q: not valid UTF-8 text", t.name, t.s)
+		}
 	}
 	if f.OlderThan < 0 || f.NewerThan < 0 {
 		return fmt.Errorf("ages must not be negative")
