@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -121,7 +122,12 @@ func redactParseError(err error) string {
 	msg := err.Error()
 	// pgx: "cannot parse `<dsn>`: <reason>" — drop the quoted DSN.
 	if i := lastIndex(msg, "`: "); i >= 0 {
-		return oneLine(msg[i+3:])
+		// The reason may quote a piece of the DSN too (net/url: unexpected spaces
+		// found in "pass word@host"), password included: drop every quoted piece.
+		return oneLine(quoted.ReplaceAllString(msg[i+3:], `"…"`))
 	}
 	return "unparseable"
 }
+
+// quoted matches a Go-quoted string (%q), escaped quotes included.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
