@@ -68,6 +68,7 @@ func commands() []command {
 		{"replay", "put archived or published events back into the outbox", runReplay},
 		{"demo", "the embedded demo: throwaway PostgreSQL, in-process Kafka, simulated orders, the console", runDemo},
 		{"serve", "serve the console over SSH", runServe},
+		{"grants", "print the least-privilege GRANTs for a relay, console or operator role", runGrants},
 		{"version", "print the version", runVersion},
 		{"help", "show this help", nil},
 	}
