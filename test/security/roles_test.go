@@ -1,0 +1,285 @@
+package security
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/cli"
+	"github.com/outboxtop/outboxtop/internal/eventstate"
+	"github.com/outboxtop/outboxtop/internal/testenv"
+	"github.com/outboxtop/outboxtop/relay"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// bundle is a migrated test database, a superuser pool on it (the owner: it
+// migrates and seeds) and a pool logged in as a role holding only the grants
+// 'outboxtop grants --role <role>' prints.
+type bundle struct {
+	ctx   context.Context
+	admin *pgxpool.Pool
+	as    *pgxpool.Pool
+	role  string
+}
+
+func setup(t *testing.T, role string) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	admin, dsn := testenv.Pool(t)
+	name := "outboxtop_" + role + "_" + randomHex(4)
+	var out, errb bytes.Buffer
+	if code := cli.Run(ctx, []string{"grants", "--role", role, "--to", name}, cli.IO{Out: &out, Err: &errb,
+		Getenv: func(string) string { return "" }}); code != 0 {
+		t.Fatalf("outboxtop grants: exit %d: %s", code, errb.String())
+	}
+	const password = "role-pw-Zq81"
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN PASSWORD '"+password+"'"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Before the database is dropped: revoke in it, then drop the cluster-wide role.
+		ctx := context.Background()
+		_, _ = admin.Exec(ctx, "DROP OWNED BY "+pgx.Identifier{name}.Sanitize())
+		_, _ = admin.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
+	})
+	if _, err := admin.Exec(ctx, out.String()); err != nil {
+		t.Fatalf("running the printed grants: %v\n%s", err, out.String())
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.User, cfg.ConnConfig.Password = name, password
+	as, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(as.Close) // runs before the role is dropped
+	var who string
+	if err := as.QueryRow(ctx, "SELECT current_user").Scan(&who); err != nil || who != name {
+		t.Fatalf("logged in as %q (%v), want %q", who, err, name)
+	}
+	return &bundle{ctx: ctx, admin: admin, as: as, role: name}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// insert adds events as the application would (the superuser stands in for it).
+func (b *bundle) insert(t *testing.T, aggregateType, aggregateID string, n int) []string {
+	t.Helper()
+	var ids []string
+	for k := 0; k < n; k++ {
+		id := uuid.NewString()
+		if _, err := b.admin.Exec(b.ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+			VALUES ($1, $2, $3, 'Tested', $4)`, id, aggregateType, aggregateID, fmt.Sprintf(`{"n": %d}`, k)); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// assertDenied checks that PostgreSQL itself refused err's statement.
+func assertDenied(t *testing.T, what string, err error) {
+	t.Helper()
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Fatalf("%s: want the database's permission denied (42501), got %v", what, err)
+	}
+}
+
+func (b *bundle) count(t *testing.T, where string) int {
+	t.Helper()
+	var n int
+	if err := b.admin.QueryRow(b.ctx, "SELECT count(*) FROM outbox_event WHERE "+where).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRelayGrants: the relay claims, publishes, marks and fails a poison event with
+// only the relay grants, and can do nothing else.
+func TestRelayGrants(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "relay")
+	k := testenv.NewKafka(t)
+	k.CreateTopics(t, 3, "outbox.order")
+	b.insert(t, "order", "o-1", 20)
+	b.insert(t, "order", "o-2", 5)
+	b.insert(t, "bad topic!", "p-1", 1) // poison: an illegal topic name
+
+	client, err := relay.NewKafkaClient(relay.KafkaConfig{Brokers: k.Brokers, DeliveryTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	r, err := relay.New(b.as, client, relay.Config{TopicTemplate: k.Prefix + "outbox.{aggregate_type}", Drain: true,
+		PollInterval: 50 * time.Millisecond, BackoffBase: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	if err := r.Run(ctx); err != nil {
+		t.Fatalf("relay under the relay grants: %v", err)
+	}
+	if n := b.count(t, eventstate.PublishedSQL); n != 25 {
+		t.Errorf("published %d events, want 25", n)
+	}
+	if n := b.count(t, eventstate.FailedSQL+" AND aggregate_type = 'bad topic!'"); n != 1 {
+		t.Errorf("the poison event is not failed (%d)", n)
+	}
+	if got := len(k.Consume(t, 25, 30*time.Second, k.Prefix+"outbox.order")); got < 25 {
+		t.Errorf("Kafka holds %d records, want 25", got)
+	}
+
+	for what, sql := range map[string]string{
+		"insert an event":          `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload) VALUES (gen_random_uuid(), 'a', 'b', 'c', '{}')`,
+		"delete events":            `DELETE FROM outbox_event`,
+		"rewrite a payload":        `UPDATE outbox_event SET payload = '{}'`,
+		"read the audit trail":     `SELECT count(*) FROM outbox_audit`,
+		"read the archive":         `SELECT count(*) FROM outbox_event_archive`,
+		"read an inbox":            `SELECT count(*) FROM consumed_event`,
+		"create a table":           `CREATE TABLE public.relay_was_here (x int)`,
+		"change the version table": `DELETE FROM outboxtop_schema_version`,
+	} {
+		_, err := b.as.Exec(b.ctx, sql)
+		assertDenied(t, "relay may not "+what, err)
+	}
+}
+
+// TestConsoleGrants: a read-only console sees everything (snapshot, lists, detail)
+// and the database itself refuses every action, even from an Inspector that was
+// not told it is read-only.
+func TestConsoleGrants(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "console")
+	ids := b.insert(t, "order", "o-1", 3)
+	if _, err := b.admin.Exec(b.ctx, `UPDATE outbox_event SET failed_at = now(), last_error = 'boom', attempts = 10 WHERE event_id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.admin.Exec(b.ctx, `INSERT INTO consumed_event (consumer_name, event_id) VALUES ('billing', $1)`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	in, err := inspect.New(b.as, "public") // deliberately not ReadOnly: the grants must hold on their own
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := in.Snapshot(b.ctx)
+	if err != nil {
+		t.Fatalf("Snapshot under the console grants: %v", err)
+	}
+	if s.Counts.Failed != 1 || s.Counts.Ready != 2 {
+		t.Errorf("snapshot counts %+v, want 1 failed and 2 ready", s.Counts)
+	}
+	if len(s.Health.Tables) == 0 {
+		t.Errorf("snapshot has no table health")
+	}
+	for _, st := range []eventstate.State{eventstate.Ready, eventstate.Failed, eventstate.Published, inspect.Archived} {
+		if _, err := in.List(b.ctx, inspect.ListOptions{State: st}); err != nil {
+			t.Errorf("List %s under the console grants: %v", st, err)
+		}
+	}
+	if _, err := in.Detail(b.ctx, ids[0]); err != nil {
+		t.Errorf("Detail under the console grants: %v", err)
+	}
+	if _, err := in.DryRun(b.ctx, inspect.Request{Action: inspect.Retry, IDs: ids[:1]}); err != nil {
+		t.Errorf("a dry run only reads: %v", err)
+	}
+	for _, req := range []inspect.Request{
+		{Action: inspect.Retry, IDs: ids[:1]},
+		{Action: inspect.Park, IDs: ids[1:2], Reason: "test"},
+		{Action: inspect.Skip, IDs: ids[:1], Reason: "test"},
+		{Action: inspect.Archive, Filter: inspect.Filter{All: true}},
+		{Action: inspect.Replay, IDs: ids[:1]},
+	} {
+		req.Actor = "console-test"
+		_, err := in.Do(b.ctx, req)
+		assertDenied(t, "console may not "+string(req.Action), err)
+	}
+	if n := b.count(t, eventstate.FailedSQL); n != 1 {
+		t.Errorf("failed events changed under the console role: %d", n)
+	}
+	var audits int
+	if err := b.admin.QueryRow(b.ctx, "SELECT count(*) FROM outbox_audit").Scan(&audits); err != nil || audits != 0 {
+		t.Errorf("audit rows written under the console role: %d (%v)", audits, err)
+	}
+}
+
+// TestOperatorGrants: every triage action works under the operator grants and
+// writes its audit row; the audit trail cannot be rewritten.
+func TestOperatorGrants(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "operator")
+	ids := b.insert(t, "order", "o-1", 6)
+	other := b.insert(t, "order", "o-2", 1) // parked, then skipped: it heads its aggregate
+	// ids[0] failed, ids[1] leased, ids[2..3] published, ids[4..5] ready.
+	for _, s := range []struct{ sql, id string }{
+		{`UPDATE outbox_event SET failed_at = now(), last_error = 'boom', attempts = 10 WHERE event_id = $1`, ids[0]},
+		{`UPDATE outbox_event SET lease_token = gen_random_uuid(), lease_until = now() + interval '1 hour', attempts = 1 WHERE event_id = $1`, ids[1]},
+		{`UPDATE outbox_event SET published_at = now() - interval '2 hours', attempts = 1 WHERE event_id = $1`, ids[2]},
+		{`UPDATE outbox_event SET published_at = now() - interval '2 hours', attempts = 1 WHERE event_id = $1`, ids[3]},
+	} {
+		if _, err := b.admin.Exec(b.ctx, s.sql, s.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := inspect.New(b.as, "public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Snapshot(b.ctx); err != nil {
+		t.Fatalf("Snapshot under the operator grants: %v", err)
+	}
+	for _, c := range []struct {
+		req  inspect.Request
+		want int64
+	}{
+		{inspect.Request{Action: inspect.Retry, IDs: ids[:1]}, 1},
+		{inspect.Request{Action: inspect.ResetLease, IDs: ids[1:2]}, 1},
+		{inspect.Request{Action: inspect.Park, IDs: other, Reason: "bad data"}, 1},
+		{inspect.Request{Action: inspect.Skip, IDs: other, Reason: "bad data"}, 1},
+		{inspect.Request{Action: inspect.Archive, Filter: inspect.Filter{OlderThan: time.Hour}}, 2},
+		{inspect.Request{Action: inspect.Replay, IDs: ids[2:3]}, 1},
+		{inspect.Request{Action: inspect.Replay, IDs: ids[3:4], NewID: true}, 1},
+	} {
+		c.req.Actor = "operator-test"
+		res, err := in.Do(b.ctx, c.req)
+		if err != nil {
+			t.Fatalf("%s under the operator grants: %v", c.req.Action, err)
+		}
+		if res.Rows != c.want || res.AuditID == 0 {
+			t.Errorf("%s: %d rows, audit %d; want %d rows and an audit row", c.req.Action, res.Rows, res.AuditID, c.want)
+		}
+	}
+	var audits int
+	if err := b.admin.QueryRow(b.ctx, "SELECT count(*) FROM outbox_audit WHERE actor = 'operator-test'").Scan(&audits); err != nil || audits != 7 {
+		t.Errorf("%d audit rows (%v), want 7", audits, err)
+	}
+	for what, sql := range map[string]string{
+		"rewrite the audit trail": `UPDATE outbox_audit SET actor = 'someone else'`,
+		"delete the audit trail":  `DELETE FROM outbox_audit`,
+		"rewrite a payload":       `UPDATE outbox_event SET payload = '{}'`,
+		"forge a publication":     `UPDATE outbox_event SET published_at = now()`,
+		"delete an inbox":         `DELETE FROM consumed_event`,
+	} {
+		_, err := b.as.Exec(b.ctx, sql)
+		assertDenied(t, "operator may not "+what, err)
+	}
+}
