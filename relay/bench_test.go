@@ -173,7 +173,11 @@ func (env *benchEnv) ceiling(b *testing.B, pool *pgxpool.Pool, mode Ordering, lo
 }
 
 func (env *benchEnv) relay(b *testing.B, pool *pgxpool.Pool, mode Ordering) float64 {
-	r, err := New(pool, env.client(b), Config{Ordering: mode, Drain: true})
+	inFlight := 0
+	if v := os.Getenv("OUTBOXTOP_BENCH_IN_FLIGHT"); v != "" {
+		fmt.Sscan(v, &inFlight)
+	}
+	r, err := New(pool, env.client(b), Config{Ordering: mode, Drain: true, InFlight: inFlight})
 	if err != nil {
 		b.Fatal(err)
 	}
