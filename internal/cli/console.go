@@ -18,6 +18,7 @@ type consoleFlags struct {
 	actor    string
 	log      logFlags
 	metrics  string
+	retain   retentionFlags
 }
 
 func (c *consoleFlags) register(fs *pflag.FlagSet) {
@@ -30,6 +31,7 @@ func (c *consoleFlags) register(fs *pflag.FlagSet) {
 	c.log.register(fs)
 	c.db.register(fs)
 	c.relay.register(fs)
+	c.retain.register(fs)
 }
 
 // runConsole is outboxtop without a command.
@@ -38,6 +40,9 @@ func runConsole(ctx context.Context, args []string, io IO) error {
 	var c consoleFlags
 	c.register(fs)
 	if err := parse(fs, args, io); err != nil {
+		return err
+	}
+	if err := c.retain.check(); err != nil {
 		return err
 	}
 	if c.drain && !c.headless {

@@ -61,7 +61,13 @@ func runHeadless(ctx context.Context, c *consoleFlags, io IO) error {
 	}
 	logger.Info("relay starting", "schema", c.db.schema, "brokers", c.relay.kafka.Brokers,
 		"ordering", cfg.Ordering, "batch_size", cfg.BatchSize, "in_flight", cfg.InFlight, "drain", cfg.Drain)
-	if err := r.Run(ctx); err != nil {
+	housekeeping := make(chan struct{})
+	hctx, stopHousekeeping := context.WithCancel(ctx)
+	go func() { defer close(housekeeping); c.retain.run(hctx, pool, c.db.schema, logger) }()
+	err = r.Run(ctx)
+	stopHousekeeping()
+	<-housekeeping
+	if err != nil {
 		return err
 	}
 	s := r.Status()

@@ -128,3 +128,43 @@ func keys(m map[string]bool) []string {
 	}
 	return out
 }
+
+func TestHeadlessArchivesPublishedEvents(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pool, dsn := testenv.Pool(t)
+	k := testenv.NewKafka(t)
+	k.CreateTopics(t, 1, "outbox.order")
+	if _, err := pool.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+		SELECT gen_random_uuid(), 'order', 'o-' || g, 'OrderPlaced', '{}' FROM generate_series(1, 50) g`); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"--headless", "--dsn", dsn, "--brokers", strings.Join(k.Brokers, ","),
+			"--topic-template", k.Prefix + "outbox.{aggregate_type}", "--log-level", "warn",
+			"--archive-after", "1ms", "--archive-retention", "1h", "--retention-interval", "1s"},
+			IO{In: strings.NewReader(""), Out: &out, Err: &errb, Getenv: func(string) string { return "" }})
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var archived, left int
+		if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM outbox_event_archive WHERE published_at IS NOT NULL),
+			(SELECT count(*) FROM outbox_event)`).Scan(&archived, &left); err != nil {
+			t.Fatal(err)
+		}
+		if archived == 50 && left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("archived %d, %d left in the outbox", archived, left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
