@@ -154,15 +154,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var err error
 	select {
 	case <-ctx.Done():
+		// Closing the listener ourselves, rather than through the SSH server,
+		// cannot race with Serve registering it: Accept simply fails.
+		_ = ln.Close()
+		<-errc
 	case err = <-errc:
 	}
 	s.shutdown()
-	if err == nil {
-		<-errc
-	}
-	if errors.Is(err, ssh.ErrServerClosed) {
-		err = nil
-	}
 	return err
 }
 
@@ -170,10 +168,6 @@ func (s *Server) shutdown() {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
-	// Shutdown with an ended context only closes the listeners.
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	_ = s.ssh.Shutdown(ended)
 	s.stop(errShutdown)
 	done := make(chan struct{})
 	go func() { s.open.Wait(); close(done) }()
