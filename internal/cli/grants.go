@@ -24,6 +24,9 @@ var grantRoles = []struct {
 		"GRANT UPDATE (lease_token, lease_until, attempts, available_at, last_error, failed_at,\n" +
 			"              published_at, kafka_topic, kafka_partition, kafka_offset)\n" +
 			"    ON %[1]s.outbox_event TO %[2]s;",
+		"-- Only with --archive-after / --archive-retention (the relay then moves and deletes rows):",
+		"-- GRANT DELETE ON %[1]s.outbox_event TO %[2]s;",
+		"-- GRANT SELECT, INSERT, UPDATE, DELETE ON %[1]s.outbox_event_archive TO %[2]s;",
 	}},
 	{"console", "a read-only console or status check (outboxtop --no-relay --read-only, status, events)", []string{
 		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
@@ -80,7 +83,7 @@ func GrantSQL(role, schema, grantee string) (string, error) {
 		fmt.Fprintf(&b, "-- advisory locks need no grant. See SECURITY.md.\n")
 		s, g := pgx.Identifier{schema}.Sanitize(), pgx.Identifier{grantee}.Sanitize()
 		for _, stmt := range r.grants {
-			if strings.HasPrefix(stmt, "--") {
+			if !strings.Contains(stmt, "%[") {
 				b.WriteString(stmt + "\n")
 				continue
 			}
