@@ -36,13 +36,15 @@ func (s *soak) schedule() []step {
 			}
 			return time.Now()
 		}},
-		{0.22, fmt.Sprintf("SIGSTOP relay-2 for %v (lease %v), SIGCONT", lease+2*time.Second, lease), func(ctx context.Context, f *faultResult) time.Time {
+		{0.22, fmt.Sprintf("SIGSTOP relay-2 holding a batch for %v (lease %v), SIGCONT", lease+2*time.Second, lease), func(ctx context.Context, f *faultResult) time.Time {
 			r := s.relays[1]
-			held := s.leasedCount(ctx)
-			_ = r.signal(syscall.SIGSTOP)
+			ids, tries := s.stopHolding(ctx, r)
+			if len(ids) == 0 {
+				_ = r.signal(syscall.SIGSTOP) // a zombie all the same
+			}
 			time.Sleep(lease + 2*time.Second)
 			_ = r.signal(syscall.SIGCONT)
-			f.Note = fmt.Sprintf("%d events leased fleet-wide when stopped", held)
+			f.Note = fmt.Sprintf("caught on try %d holding %d events", tries, len(ids))
 			return time.Now()
 		}},
 		{0.36, "Kafka broker stopped, restarted 3s later", func(ctx context.Context, f *faultResult) time.Time {
@@ -139,12 +141,6 @@ func (s *soak) poison(ctx context.Context, f *faultResult) time.Time {
 	return time.Now()
 }
 
-func (s *soak) leasedCount(ctx context.Context) int64 {
-	var n int64
-	_ = s.pool.QueryRow(ctx, `SELECT count(*) FROM outbox_event WHERE published_at IS NULL AND lease_until > now()`).Scan(&n)
-	return n
-}
-
 var resultLine = regexp.MustCompile(`^(retried|reset the lease|archived|skipped|parked|nothing)`)
 
 // cli runs an operator action with the outboxtop binary and returns its output
@@ -177,40 +173,50 @@ func (s *soak) kafka(verb string) error {
 	return nil
 }
 
-// resetHungLease stops relay-3 until it is caught holding a lease (leases that do
-// not move while it is stopped are its own: the live relays settle theirs in
-// milliseconds), then resets those events' leases with the CLI, as an operator
+// resetHungLease stops relay-3 until it is caught holding a lease, then resets those events' leases with the CLI, as an operator
 // rescuing a hung relay's batch would, and continues it: its late marks must be
 // fenced off.
 func (s *soak) resetHungLease(ctx context.Context, f *faultResult) time.Time {
 	r := s.relays[2]
-	for try := 0; try < 40 && ctx.Err() == nil; try++ {
+	ids, tries := s.stopHolding(ctx, r)
+	if len(ids) == 0 {
+		_ = r.signal(syscall.SIGCONT)
+		f.Note = "never caught relay-3 holding a lease; nothing reset"
+		return time.Now()
+	}
+	args := []string{"reset-lease", "--from", "leased", "--yes"}
+	for _, id := range ids[:min(len(ids), 100)] {
+		args = append(args, "--id", id)
+	}
+	out := s.cli("reset-lease", args...)
+	time.Sleep(time.Second)
+	_ = r.signal(syscall.SIGCONT)
+	f.Note = fmt.Sprintf("caught on try %d holding %d events: %s", tries, len(ids), out)
+	return time.Now()
+}
+
+// stopHolding SIGSTOPs r until it is caught holding leased events and returns
+// them with r still stopped (or none, r continued, after 40 tries). Leases that
+// do not move while r is stopped are its own: the live relays settle theirs in
+// milliseconds.
+func (s *soak) stopHolding(ctx context.Context, r *relay) (ids []string, tries int) {
+	for tries = 1; tries <= 40 && ctx.Err() == nil; tries++ {
 		_ = r.signal(syscall.SIGSTOP)
 		before := s.leases(ctx)
 		time.Sleep(400 * time.Millisecond)
 		after := s.leases(ctx)
-		var ids []string
 		for tok, evs := range before {
 			if len(after[tok]) == len(evs) {
 				ids = append(ids, evs...)
 			}
 		}
 		if len(ids) > 0 {
-			args := []string{"reset-lease", "--from", "leased", "--yes"}
-			for _, id := range ids[:min(len(ids), 100)] {
-				args = append(args, "--id", id)
-			}
-			out := s.cli("reset-lease", args...)
-			time.Sleep(time.Second)
-			_ = r.signal(syscall.SIGCONT)
-			f.Note = fmt.Sprintf("caught on try %d holding %d events: %s", try+1, len(ids), out)
-			return time.Now()
+			return ids, tries
 		}
 		_ = r.signal(syscall.SIGCONT)
 		time.Sleep(150 * time.Millisecond)
 	}
-	f.Note = "never caught relay-3 holding a lease; nothing reset"
-	return time.Now()
+	return nil, tries
 }
 
 // leases maps each live lease token to its events.
