@@ -10,11 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/outboxtop/outboxtop/internal/testenv"
 )
@@ -113,18 +115,40 @@ func TestKilledRelayLosesNothing(t *testing.T) {
 	pool, dsn := testenv.Pool(t)
 	k := testenv.NewKafka(t)
 	k.CreateTopics(t, 3, "outbox.order")
-	const n, batch, inFlight = 30_000, 500, 4
-	if _, err := pool.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
-		SELECT gen_random_uuid(), 'order', 'o-' || (g % 3000), 'OrderPlaced', jsonb_build_object('n', g)
-		FROM generate_series(1, $1) g ORDER BY g`, n); err != nil {
-		t.Fatal(err)
+	const batch, inFlight = 500, 4
+	insert := func(k int) {
+		if _, err := pool.Exec(context.WithoutCancel(ctx), `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+			SELECT gen_random_uuid(), 'order', 'o-' || (g % 3000), 'OrderPlaced', jsonb_build_object('n', g)
+			FROM generate_series(1, $1) g ORDER BY g`, k); err != nil {
+			t.Error(err)
+		}
 	}
+	insert(30_000)
 	flags := []string{"--batch-size", fmt.Sprint(batch), "--in-flight", fmt.Sprint(inFlight),
 		"--lease", "6s", "--publish-timeout", "3s", "--shutdown-timeout", "10s"}
 	procs := []*relayProc{startRelay(t, dsn, k, flags...), startRelay(t, dsn, k, flags...), startRelay(t, dsn, k, flags...)}
 
-	waitFor(t, time.Minute, "a quarter published", func() bool { return count(t, pool, "published_at IS NOT NULL") >= n/4 })
+	// Keep the order service writing until the kill, so there is always work to hold.
+	stopWriting := make(chan struct{})
+	writerDone := make(chan struct{})
+	var stopOnce sync.Once
+	stop := func() { stopOnce.Do(func() { close(stopWriting) }); <-writerDone }
+	t.Cleanup(stop)
+	go func() {
+		defer close(writerDone)
+		for {
+			select {
+			case <-stopWriting:
+				return
+			case <-time.After(50 * time.Millisecond):
+				insert(50) // about 1,000 events/s, well below what the relays drain
+			}
+		}
+	}()
+	waitFor(t, time.Minute, "a quarter published", func() bool { return count(t, pool, "published_at IS NOT NULL") >= 7_500 })
 	orphans := killMidBatch(t, pool, procs[0])
+	stop()
+	n := count(t, pool, "true")
 	procs = append(procs[1:], startRelay(t, dsn, k, flags...))
 
 	waitFor(t, 2*time.Minute, "everything published", func() bool { return count(t, pool, "published_at IS NOT NULL") == n })
@@ -138,40 +162,7 @@ func TestKilledRelayLosesNothing(t *testing.T) {
 	}
 
 	recs := k.Consume(t, n, time.Minute, k.Prefix+"outbox.order")
-	seqOf := map[string]int64{}
-	aggOf := map[string]string{}
-	rows, err := pool.Query(ctx, `SELECT event_id::text, seq, aggregate_id FROM outbox_event`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id, agg string
-		var seq int64
-		if err := rows.Scan(&id, &seq, &agg); err != nil {
-			t.Fatal(err)
-		}
-		seqOf[id], aggOf[id] = seq, agg
-	}
-	rows.Close()
-	copies := map[string]int{}
-	last := map[string]int64{}
-	for _, r := range recs {
-		var id string
-		for _, h := range r.Headers {
-			if h.Key == "event_id" {
-				id = string(h.Value)
-			}
-		}
-		copies[id]++
-		if copies[id] > 1 {
-			continue
-		}
-		agg := aggOf[id]
-		if prev, ok := last[agg]; ok && seqOf[id] < prev {
-			t.Fatalf("aggregate %s: seq %d first delivered after %d", agg, seqOf[id], prev)
-		}
-		last[agg] = seqOf[id]
-	}
+	copies := firstDeliveries(t, pool, recs)
 	if len(copies) != n {
 		t.Fatalf("lost events: %d distinct delivered of %d", len(copies), n)
 	}
@@ -219,7 +210,7 @@ func killMidBatch(t *testing.T, pool *pgxpool.Pool, p *relayProc) int {
 			t.Fatal(err)
 		}
 		before := leased()
-		time.Sleep(1500 * time.Millisecond) // long enough for live relays' batches to settle
+		time.Sleep(time.Second) // long enough for live relays' batches to settle
 		after := leased()
 		held := 0
 		for tok, c := range before {
@@ -239,4 +230,88 @@ func killMidBatch(t *testing.T, pool *pgxpool.Pool, p *relayProc) int {
 	}
 	t.Fatalf("never caught the relay holding a batch; log:\n%s", p.logText())
 	return 0
+}
+
+// Four relay processes on 50,000 events over 1,000 aggregates plus one hot
+// aggregate of 2,000: with no fault, every event is delivered exactly once and
+// first deliveries follow seq within each aggregate.
+func TestFourRelayProcessesKeepOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, dsn := testenv.Pool(t)
+	k := testenv.NewKafka(t)
+	k.CreateTopics(t, 3, "outbox.order")
+	const n = 50_000
+	if _, err := pool.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+		SELECT gen_random_uuid(), 'order', CASE WHEN g % 25 = 0 THEN 'hot' ELSE 'o-' || (g % 1000) END,
+		       'OrderPlaced', jsonb_build_object('n', g)
+		FROM generate_series(1, $1) g ORDER BY g`, n); err != nil {
+		t.Fatal(err)
+	}
+	if hot := count(t, pool, "aggregate_id = 'hot'"); hot != 2000 {
+		t.Fatalf("hot aggregate has %d events, want 2000", hot)
+	}
+	var procs []*relayProc
+	for i := 0; i < 4; i++ {
+		procs = append(procs, startRelay(t, dsn, k, "--drain", "--batch-size", "500"))
+	}
+	for _, p := range procs {
+		if err := p.wait(t, 3*time.Minute); err != nil {
+			t.Fatalf("relay exited with %v; log:\n%s", err, p.logText())
+		}
+	}
+	if got := count(t, pool, "published_at IS NOT NULL"); got != n {
+		t.Fatalf("published %d of %d", got, n)
+	}
+	recs := k.Consume(t, n, time.Minute, k.Prefix+"outbox.order")
+	copies := firstDeliveries(t, pool, recs)
+	for id, c := range copies {
+		if c > 1 {
+			t.Fatalf("event %s delivered %d times with no fault", id, c)
+		}
+	}
+	if len(copies) != n || len(recs) != n {
+		t.Fatalf("%d records, %d distinct, want %d", len(recs), len(copies), n)
+	}
+}
+
+// firstDeliveries checks recs against the outbox: it fails the test when a first
+// delivery of an aggregate's event comes after a later one (seq order), and
+// returns how many times each event id was delivered.
+func firstDeliveries(t *testing.T, pool *pgxpool.Pool, recs []*kgo.Record) map[string]int {
+	t.Helper()
+	seqOf, aggOf := map[string]int64{}, map[string]string{}
+	rows, err := pool.Query(context.Background(), `SELECT event_id::text, seq, aggregate_id FROM outbox_event`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, agg string
+		var seq int64
+		if err := rows.Scan(&id, &seq, &agg); err != nil {
+			t.Fatal(err)
+		}
+		seqOf[id], aggOf[id] = seq, agg
+	}
+	copies := map[string]int{}
+	last := map[string]int64{}
+	for _, r := range recs { // per partition, in offset order
+		var id string
+		for _, h := range r.Headers {
+			if h.Key == "event_id" {
+				id = string(h.Value)
+			}
+		}
+		copies[id]++
+		if copies[id] > 1 {
+			continue
+		}
+		agg := aggOf[id]
+		if prev, ok := last[agg]; ok && seqOf[id] < prev {
+			t.Fatalf("aggregate %s: seq %d first delivered after %d", agg, seqOf[id], prev)
+		}
+		last[agg] = seqOf[id]
+	}
+	return copies
 }
