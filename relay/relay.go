@@ -146,6 +146,7 @@ func (r *Relay) loop(ctx, bg context.Context) error {
 			continue
 		}
 		r.m.BatchSize.Observe(float64(len(events)))
+		r.log.Debug("claimed batch", "lease_token", token, "events", len(events), "took", time.Since(start))
 		r.track(token, len(events))
 		batches.Add(1)
 		go func() {

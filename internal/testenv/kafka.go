@@ -77,22 +77,55 @@ func (k *Kafka) CreateTopics(t testing.TB, partitions int32, names ...string) {
 	}
 }
 
-// Consume reads every record currently in topics (full names) until want records
-// were read or the timeout passes, and returns them.
+// Consume reads topics (full names) from the start until it has read at least
+// want records and everything that was in them when it began (their end offsets
+// then), or until the timeout, and returns what it read in partition order.
+// Reading to the end matters: with duplicates, want records can be reached
+// before every event was seen.
 func (k *Kafka) Consume(t testing.TB, want int, timeout time.Duration, topics ...string) []*kgo.Record {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := kadm.NewClient(admin).ListEndOffsets(ctx, topics...)
+	admin.Close()
+	if err != nil {
+		t.Fatalf("listing end offsets: %v", err)
+	}
+	remaining := map[string]map[int32]int64{} // topic → partition → end offset not yet reached
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil && o.Offset > 0 {
+			if remaining[o.Topic] == nil {
+				remaining[o.Topic] = map[int32]int64{}
+			}
+			remaining[o.Topic][o.Partition] = o.Offset
+		}
+	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.ConsumeTopics(topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	var out []*kgo.Record
-	for len(out) < want && ctx.Err() == nil {
+	left := func() int {
+		n := 0
+		for _, ps := range remaining {
+			n += len(ps)
+		}
+		return n
+	}
+	for (len(out) < want || left() > 0) && ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, r)
+			if end, ok := remaining[r.Topic][r.Partition]; ok && r.Offset >= end-1 {
+				delete(remaining[r.Topic], r.Partition)
+			}
+		})
 	}
 	return out
 }
