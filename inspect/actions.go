@@ -193,25 +193,20 @@ func (i *Inspector) DryRun(ctx context.Context, r Request) (Plan, error) {
 		return Plan{}, err
 	}
 	p := Plan{Action: r.Action, Sample: []string{}}
-	inOutbox, inArchive := r.touches()
-	for _, archived := range []bool{false, true} {
-		if archived && !inArchive || !archived && !inOutbox {
-			continue
-		}
-		table := i.outbox
-		if archived {
-			table = i.archive
-		}
+	err := i.eachTable(r, func(table string, archived bool) error {
 		w := i.target(r, archived)
 		var n int64
 		var sample []string
-		err := i.pool.QueryRow(ctx, `SELECT count(*), coalesce((array_agg(event_id::text ORDER BY seq))[1:`+fmt.Sprint(SampleSize)+`], '{}')
-			FROM `+table+` WHERE `+w.sql(), w.args...).Scan(&n, &sample)
-		if err != nil {
-			return Plan{}, fmt.Errorf("%s dry run: %w", r.Action, err)
+		if err := i.pool.QueryRow(ctx, `SELECT count(*), coalesce((array_agg(event_id::text ORDER BY seq))[1:`+fmt.Sprint(SampleSize)+`], '{}')
+			FROM `+table+` WHERE `+w.sql(), w.args...).Scan(&n, &sample); err != nil {
+			return fmt.Errorf("%s dry run: %w", r.Action, err)
 		}
 		p.Count += n
 		p.Sample = append(p.Sample, sample...)
+		return nil
+	})
+	if err != nil {
+		return Plan{}, err
 	}
 	if len(p.Sample) > SampleSize {
 		p.Sample = p.Sample[:SampleSize]
@@ -393,15 +388,7 @@ func (i *Inspector) archiveBatches(ctx context.Context, r Request, res *Result) 
 
 // replay puts published and archived events back into the outbox.
 func (i *Inspector) replay(ctx context.Context, tx pgx.Tx, r Request, res *Result) error {
-	inOutbox, inArchive := r.touches()
-	for _, archived := range []bool{false, true} {
-		if archived && !inArchive || !archived && !inOutbox {
-			continue
-		}
-		table := i.outbox
-		if archived {
-			table = i.archive
-		}
+	return i.eachTable(r, func(table string, archived bool) error {
 		w := i.target(r, archived)
 		var q string
 		switch {
@@ -434,9 +421,21 @@ func (i *Inspector) replay(ctx context.Context, tx pgx.Tx, r Request, res *Resul
 		if err != nil {
 			return err
 		}
-		if err := collectIDs(rows, res); err != nil {
+		return collectIDs(rows, res)
+	})
+}
+
+// eachTable calls f for each table r's action reads or moves: the outbox, then
+// the archive.
+func (i *Inspector) eachTable(r Request, f func(table string, archived bool) error) error {
+	inOutbox, inArchive := r.touches()
+	if inOutbox {
+		if err := f(i.outbox, false); err != nil {
 			return err
 		}
+	}
+	if inArchive {
+		return f(i.archive, true)
 	}
 	return nil
 }
