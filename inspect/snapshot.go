@@ -190,6 +190,14 @@ func (i *Inspector) Snapshot(ctx context.Context) (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("snapshot: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
+	// Every query here is built for the partial indexes on unpublished rows. With
+	// the default costs the planner switches to scanning the whole table, published
+	// history included, once unpublished rows pass a few percent of it, and JIT
+	// compiles for longer than these queries run: 200 ms instead of 60 ms for the
+	// unpublished pass at 1M published + 100k pending (fillfactor 50).
+	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off; SET LOCAL jit = off"); err != nil {
+		return Snapshot{}, fmt.Errorf("snapshot: %w", err)
+	}
 	s := Snapshot{Schema: i.schema}
 	for _, step := range []struct {
 		what string

@@ -19,6 +19,8 @@ type statements struct {
 	settle         string
 	renew          string
 	nextScheduled  string
+	drainState     string
+	release        string
 	claimLock      int64
 }
 
@@ -109,6 +111,15 @@ WHERE lease_token = $1 AND published_at IS NULL`),
 		nextScheduled: q(`
 SELECT min(available_at) FROM outbox_event
 WHERE published_at IS NULL AND failed_at IS NULL AND available_at > now()`),
+		drainState: q(`
+SELECT
+    EXISTS (SELECT 1 FROM outbox_event WHERE published_at IS NULL AND failed_at IS NULL AND lease_until > now()),
+    (SELECT min(available_at) FROM outbox_event WHERE published_at IS NULL AND failed_at IS NULL AND available_at > now()),
+    (SELECT count(*) FROM outbox_event WHERE published_at IS NULL AND failed_at IS NULL)`),
+		// release gives a whole batch back, its attempt refunded (shutdown timeout).
+		release: q(`
+UPDATE outbox_event SET lease_token = NULL, lease_until = NULL, attempts = greatest(attempts - 1, 0)
+WHERE lease_token = $1 AND published_at IS NULL`),
 		claimLock: int64(h.Sum64()),
 	}
 }

@@ -185,24 +185,23 @@ func (r *Relay) idle(ctx context.Context) {
 	}
 }
 
-// drained reports whether nothing is left to publish: no ready event was claimed
-// (checked by the caller), nothing is in flight and nothing is scheduled. Events
-// waiting behind a failed event of their aggregate do not count; they are logged.
+// drained reports whether nothing is left to publish: this relay's claim found
+// nothing (checked by the caller), no batch is in flight here or in any other
+// relay (a live lease anywhere may still fail and come back), and nothing is
+// scheduled. Events waiting behind a failed event of their aggregate do not count;
+// they are logged.
 func (r *Relay) drained(ctx context.Context) (bool, error) {
-	next, err := r.nextScheduled(ctx)
-	if err != nil {
+	var leased bool
+	var next *time.Time
+	var waiting int
+	if err := r.pool.QueryRow(ctx, r.sql.drainState).Scan(&leased, &next, &waiting); err != nil {
 		return false, err
 	}
-	if !next.IsZero() {
+	if leased || next != nil {
 		return false, nil
 	}
-	var blocked int
-	if err := r.pool.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{r.cfg.Schema, "outbox_event"}.Sanitize()+
-		` WHERE published_at IS NULL AND failed_at IS NULL AND (lease_until IS NULL OR lease_until <= now())`).Scan(&blocked); err != nil {
-		return false, err
-	}
-	if blocked > 0 {
-		r.log.Warn("drained: events wait behind failed events of their aggregates", "waiting", blocked)
+	if waiting > 0 {
+		r.log.Warn("drained: events wait behind failed events of their aggregates", "waiting", waiting)
 	}
 	return true, nil
 }
@@ -376,9 +375,7 @@ func (r *Relay) shutdown(ctx context.Context, batches *sync.WaitGroup) {
 	}
 	r.mu.Unlock()
 	for _, tok := range tokens {
-		tag, err := r.pool.Exec(ctx, `UPDATE `+pgx.Identifier{r.cfg.Schema, "outbox_event"}.Sanitize()+`
-			SET lease_token = NULL, lease_until = NULL, attempts = greatest(attempts - 1, 0)
-			WHERE lease_token = $1 AND published_at IS NULL`, tok)
+		tag, err := r.pool.Exec(ctx, r.sql.release, tok)
 		if err != nil {
 			r.noteError("releasing leases at shutdown", err)
 			continue

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,9 +36,15 @@ func (e *env) relayDrain(ctx context.Context, b backlog, ordering string, procs,
 		return drainRun{}, err
 	}
 	defer drop()
-	args := []string{"--headless", "--drain", "--dsn", dsn, "--brokers", strings.Join(e.kafka.ListenAddrs(), ","),
+	k, err := e.newKafka()
+	if err != nil {
+		return drainRun{}, err
+	}
+	defer k.Close()
+	args := []string{"--headless", "--drain", "--dsn", dsn, "--brokers", strings.Join(k.ListenAddrs(), ","),
 		"--ordering", ordering, "--batch-size", fmt.Sprint(batch), "--log-level", "warn"}
 	cmds := make([]*exec.Cmd, procs)
+	hwm := make([]chan int64, procs)
 	start := time.Now()
 	for i := range cmds {
 		cmds[i] = exec.Command(e.binary, args...)
@@ -47,15 +52,15 @@ func (e *env) relayDrain(ctx context.Context, b backlog, ordering string, procs,
 		if err := cmds[i].Start(); err != nil {
 			return drainRun{}, err
 		}
+		hwm[i] = make(chan int64, 1)
+		go func(pid int, out chan<- int64) { out <- watchHWM(pid) }(cmds[i].Process.Pid, hwm[i])
 	}
 	var maxRSS int64
-	for _, c := range cmds {
+	for i, c := range cmds {
 		if err := c.Wait(); err != nil {
 			return drainRun{}, fmt.Errorf("relay: %w", err)
 		}
-		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > maxRSS {
-			maxRSS = ru.Maxrss
-		}
+		maxRSS = max(maxRSS, <-hwm[i])
 	}
 	elapsed := time.Since(start)
 	n, err := published(ctx, dsn)
@@ -116,7 +121,12 @@ func (e *env) seed(ctx context.Context, b backlog, d time.Duration) (drainRun, e
 		return drainRun{}, err
 	}
 	defer conn.Close(ctx)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.kafka.ListenAddrs()...))
+	k, err := e.newKafka()
+	if err != nil {
+		return drainRun{}, err
+	}
+	defer k.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.ListenAddrs()...))
 	if err != nil {
 		return drainRun{}, err
 	}
@@ -232,4 +242,30 @@ func (e *env) memory(ctx context.Context) error {
 	}
 	e.results.Memory = &r
 	return nil
+}
+
+// watchHWM polls a process's peak resident set (VmHWM, in kB) until it exits and
+// returns the last value read. Rusage's maxrss is no use here: Linux carries the
+// parent's peak into a child across fork and exec, and this process holds kfake.
+func watchHWM(pid int) int64 {
+	var last int64
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return last
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "VmHWM:") {
+				var kb int64
+				fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(line, "VmHWM:"), "kB")), &kb)
+				if kb > last {
+					last = kb
+				}
+			}
+		}
+		if strings.Contains(string(b), "State:\tZ") {
+			return last
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -51,7 +51,12 @@ func (e *env) latencyAt(ctx context.Context, rate int, d time.Duration) (latency
 		return latencyRun{}, err
 	}
 	defer drop()
-	relayCmd := exec.Command(e.binary, "--headless", "--dsn", dsn, "--brokers", strings.Join(e.kafka.ListenAddrs(), ","), "--log-level", "warn")
+	k, err := e.newKafka()
+	if err != nil {
+		return latencyRun{}, err
+	}
+	defer k.Close()
+	relayCmd := exec.Command(e.binary, "--headless", "--dsn", dsn, "--brokers", strings.Join(k.ListenAddrs(), ","), "--log-level", "warn")
 	relayCmd.Stderr = os.Stderr
 	if err := relayCmd.Start(); err != nil {
 		return latencyRun{}, err

@@ -51,7 +51,6 @@ var profiles = map[string]profile{
 type env struct {
 	prof      profile
 	cluster   *pgtemp.Cluster
-	kafka     *kfake.Cluster
 	binary    string
 	templates map[string]string
 	dbs       int
@@ -89,7 +88,7 @@ func run(p profile, out, plots, only string) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building outboxtop: %w", err)
 	}
-	logf("starting PostgreSQL (fsync on) and kfake")
+	logf("starting PostgreSQL (fsync on)")
 	c, err := pgtemp.Start(ctx, pgtemp.Options{Settings: map[string]string{
 		"shared_buffers": "1GB", "max_wal_size": "8GB", "checkpoint_timeout": "15min"}})
 	if err != nil {
@@ -97,12 +96,6 @@ func run(p profile, out, plots, only string) error {
 	}
 	defer c.Close()
 	e.cluster = c
-	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(6), kfake.SeedTopics(6, "outbox.order"))
-	if err != nil {
-		return err
-	}
-	defer k.Close()
-	e.kafka = k
 	if err := e.serverInfo(ctx); err != nil {
 		return err
 	}
@@ -146,4 +139,10 @@ func (e *env) write(out, plots string) error {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// newKafka starts a fresh in-process broker for one run, so no run pays for the
+// records an earlier one left in memory.
+func (e *env) newKafka() (*kfake.Cluster, error) {
+	return kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(6), kfake.SeedTopics(6, "outbox.order"))
 }
