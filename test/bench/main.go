@@ -20,6 +20,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -61,7 +63,7 @@ func main() {
 	prof := flag.String("profile", "quick", "quick or full")
 	out := flag.String("out", "bench-out", "directory for results.json and results.md")
 	plots := flag.String("plots", "docs/bench", "directory for the SVG plots")
-	only := flag.String("only", "", "run only this part: throughput, batch, latency, memory, snapshot")
+	only := flag.String("only", "", "run only these parts, comma-separated: throughput, batch, latency, memory, snapshot")
 	flag.Parse()
 	p, ok := profiles[*prof]
 	if !ok {
@@ -111,7 +113,7 @@ func run(p profile, out, plots, only string) error {
 		{"snapshot", e.snapshot},
 	}
 	for _, part := range parts {
-		if only != "" && only != part.name {
+		if only != "" && !slices.Contains(strings.Split(only, ","), part.name) {
 			continue
 		}
 		logf("== %s", part.name)
