@@ -111,11 +111,18 @@ WHERE lease_token = $1 AND published_at IS NULL`),
 		nextScheduled: q(`
 SELECT min(available_at) FROM outbox_event
 WHERE published_at IS NULL AND failed_at IS NULL AND available_at > now()`),
+		// drainState: is any batch in flight anywhere, when is the next scheduled
+		// event due, how many events wait, and how many of those wait behind no
+		// failed event of their aggregate (those are publishable, now or soon).
 		drainState: q(`
 SELECT
     EXISTS (SELECT 1 FROM outbox_event WHERE published_at IS NULL AND failed_at IS NULL AND lease_until > now()),
     (SELECT min(available_at) FROM outbox_event WHERE published_at IS NULL AND failed_at IS NULL AND available_at > now()),
-    (SELECT count(*) FROM outbox_event WHERE published_at IS NULL AND failed_at IS NULL)`),
+    (SELECT count(*) FROM outbox_event WHERE published_at IS NULL AND failed_at IS NULL),
+    (SELECT count(*) FROM outbox_event e WHERE e.published_at IS NULL AND e.failed_at IS NULL
+        AND NOT EXISTS (SELECT 1 FROM outbox_event f
+            WHERE f.published_at IS NULL AND f.failed_at IS NOT NULL
+              AND f.aggregate_type = e.aggregate_type AND f.aggregate_id = e.aggregate_id AND f.seq < e.seq))`),
 		// release gives a whole batch back, its attempt refunded (shutdown timeout).
 		release: q(`
 UPDATE outbox_event SET lease_token = NULL, lease_until = NULL, attempts = greatest(attempts - 1, 0)

@@ -185,19 +185,23 @@ func (r *Relay) idle(ctx context.Context) {
 	}
 }
 
-// drained reports whether nothing is left to publish: this relay's claim found
-// nothing (checked by the caller), no batch is in flight here or in any other
-// relay (a live lease anywhere may still fail and come back), and nothing is
-// scheduled. Events waiting behind a failed event of their aggregate do not count;
-// they are logged.
+// drained reports whether nothing is left to publish: no batch is in flight here
+// or in any other relay (a live lease anywhere may still fail and come back),
+// nothing is scheduled, and every waiting event waits behind a failed event of its
+// aggregate (ordered mode; without ordering nothing may wait at all). The caller's
+// empty claim is not enough on its own: a scheduled event can come due between
+// that claim and this check. Events left behind failed ones are logged.
 func (r *Relay) drained(ctx context.Context) (bool, error) {
 	var leased bool
 	var next *time.Time
-	var waiting int
-	if err := r.pool.QueryRow(ctx, r.sql.drainState).Scan(&leased, &next, &waiting); err != nil {
+	var waiting, free int
+	if err := r.pool.QueryRow(ctx, r.sql.drainState).Scan(&leased, &next, &waiting, &free); err != nil {
 		return false, err
 	}
-	if leased || next != nil {
+	if r.cfg.Ordering == OrderNone {
+		free = waiting
+	}
+	if leased || next != nil || free > 0 {
 		return false, nil
 	}
 	if waiting > 0 {

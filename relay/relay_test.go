@@ -207,3 +207,26 @@ func TestMissingTopicBacksOffWithoutFailing(t *testing.T) {
 		t.Fatalf("%d events failed or published to a missing topic", got)
 	}
 }
+
+// A drain must not stop while events are only briefly held back: here the first
+// claim finds every aggregate's head scheduled (a retry due in a moment), and the
+// drain has to wait for it rather than call the outbox drained.
+func TestDrainWaitsForScheduledRetries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insertSeed(t, 300, 30, "o-")
+	if _, err := b.pool.Exec(context.Background(), `UPDATE outbox_event SET available_at = now() + interval '300 milliseconds', attempts = 1
+		WHERE seq IN (SELECT min(seq) FROM outbox_event GROUP BY aggregate_id)`); err != nil {
+		t.Fatal(err)
+	}
+	cfg := b.config()
+	cfg.Drain = true
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := b.relay(t, cfg).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.count(t, "published_at IS NOT NULL"); got != 300 {
+		t.Fatalf("drain stopped with %d of 300 published", got)
+	}
+}

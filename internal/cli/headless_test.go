@@ -60,7 +60,7 @@ func TestHeadlessDrainPublishesSeedRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	if published != n {
-		t.Fatalf("published %d, want %d", published, n)
+		t.Fatalf("published %d, want %d; stderr:\n%s", published, n, r.err)
 	}
 	recs := k.Consume(t, n, time.Minute, k.Prefix+"outbox.order")
 	ids := map[string]bool{}
