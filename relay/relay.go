@@ -85,6 +85,16 @@ func (r *Relay) Run(ctx context.Context) error {
 	go func() { defer helpers.Done(); r.listen(bg) }()
 	go func() { defer helpers.Done(); r.renewLoop(bg) }()
 
+	// Say at once when the brokers do not answer, instead of when the first
+	// batch fails: the console and /readyz show it, and the loop probes until
+	// they do.
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if err := r.kafka.Ping(pctx); err != nil && ctx.Err() == nil {
+		r.brokerOK.Store(false)
+		r.m.BrokerReachable.Set(0)
+		r.noteError("kafka unreachable at start; relay waits for it", err)
+	}
+	cancel()
 	err := r.loop(ctx, bg)
 	stopBG()
 	helpers.Wait()

@@ -230,3 +230,21 @@ func TestDrainWaitsForScheduledRetries(t *testing.T) {
 		t.Fatalf("drain stopped with %d of 300 published", got)
 	}
 }
+
+func TestUnreachableBrokerAtStartIsReportedAndAwaited(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.net.cut()
+	r := b.relay(t, b.config())
+	stop := start(t, r)
+	waitFor(t, 30*time.Second, "status says Kafka is unreachable", func() bool { return !r.Status().BrokerReachable })
+	b.insertSeed(t, 20, 5, "o-")
+	b.net.restore()
+	waitFor(t, time.Minute, "published once Kafka answers", func() bool { return b.count(t, "published_at IS NOT NULL") == 20 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.count(t, "attempts > 1 OR failed_at IS NOT NULL"); got != 0 {
+		t.Fatalf("%d events charged or failed for an outage", got)
+	}
+}
