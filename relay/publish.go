@@ -187,10 +187,7 @@ func (r *Relay) brokersDown(ctx context.Context) bool {
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := r.kafka.Ping(pctx); err != nil {
-		if r.brokerOK.Swap(false) {
-			r.m.BrokerReachable.Set(0)
-			r.noteError("kafka unreachable; relay backs off as a whole, attempts are not counted", err)
-		}
+		r.brokerDown("kafka unreachable; relay backs off as a whole, attempts are not counted", err)
 		return true
 	}
 	return false

@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -90,9 +89,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	// they do.
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	if err := r.kafka.Ping(pctx); err != nil && ctx.Err() == nil {
-		r.brokerOK.Store(false)
-		r.m.BrokerReachable.Set(0)
-		r.noteError("kafka unreachable at start; relay waits for it", err)
+		r.brokerDown("kafka unreachable at start; relay waits for it", err)
 	}
 	cancel()
 	err := r.loop(ctx, bg)
@@ -268,6 +265,15 @@ func (r *Relay) probeBrokers(ctx context.Context) {
 // is the one every at-least-once relay has.
 func (r *Relay) AbandonNextBatch() { r.crashNext.Store(true) }
 
+// brokerDown records an outage once: the relay then backs off as a whole and
+// waitRunnable probes until the brokers answer.
+func (r *Relay) brokerDown(why string, err error) {
+	if r.brokerOK.Swap(false) {
+		r.m.BrokerReachable.Set(0)
+		r.noteError(why, err)
+	}
+}
+
 // Pause stops claiming new batches; in-flight batches finish.
 func (r *Relay) Pause() {
 	r.mu.Lock()
@@ -421,5 +427,3 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
-
-var errBrokerDown = errors.New("kafka unreachable")
