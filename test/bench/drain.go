@@ -194,7 +194,9 @@ func (e *env) throughput(ctx context.Context) error {
 		for _, payload := range e.prof.payloads {
 			backlogs = append(backlogs, backlog{Events: size, Payload: payload, Aggregates: 5000})
 		}
-		backlogs = append(backlogs, backlog{Events: size, Payload: 256, Aggregates: 5000, HotShare: 0.10})
+		if !e.prof.noHot {
+			backlogs = append(backlogs, backlog{Events: size, Payload: 256, Aggregates: 5000, HotShare: 0.10})
+		}
 	}
 	for _, b := range backlogs {
 		seed, err := e.seed(ctx, b, 10*time.Second)

@@ -39,12 +39,15 @@ type profile struct {
 	rates      []int
 	snapshot   []int // published rows for the console-cost runs
 	memory     int   // backlog drained for the peak-RSS figure
+	noHot      bool  // skip the hot-aggregate backlogs in the throughput matrix
 }
 
 var profiles = map[string]profile{
 	"quick": {name: "quick", sizes: []int{200_000}, payloads: []int{256}, procs: []int{1, 4},
 		batchSweep: []int{100, 500, 1000, 2000}, latencyFor: 15 * time.Second, rates: []int{100, 1000, 10_000},
 		snapshot: []int{1_000_000}, memory: 200_000},
+	"million": {name: "million", sizes: []int{1_000_000}, payloads: []int{256}, procs: []int{1, 4}, noHot: true,
+		batchSweep: []int{1000}, latencyFor: 15 * time.Second, rates: []int{1000}, snapshot: []int{1_000_000}, memory: 1_000_000},
 	"full": {name: "full", sizes: []int{200_000, 1_000_000}, payloads: []int{256, 4096}, procs: []int{1, 4},
 		batchSweep: []int{100, 250, 500, 1000, 2000, 5000}, latencyFor: 30 * time.Second, rates: []int{100, 1000, 10_000},
 		snapshot: []int{1_000_000, 10_000_000}, memory: 1_000_000},
