@@ -3,11 +3,7 @@ package demo_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -112,7 +108,7 @@ func TestCancelledRunLeavesNothingBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := d.ClusterDir()
-	pid := postmasterPID(t, dir)
+	pid := testenv.ServerPID(t, dir)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -132,30 +128,5 @@ func TestCancelledRunLeavesNothingBehind(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	assertGone(t, dir, pid)
-}
-
-// postmasterPID reads the server's pid from the cluster directory.
-func postmasterPID(t *testing.T, dir string) int {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
-func assertGone(t *testing.T, dir string, pid int) {
-	t.Helper()
-	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("cluster directory %s still there (%v)", dir, err)
-	}
-	// Signal 0 probes; the server was our child, so Close reaped it.
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("postmaster %d still exists (kill 0: %v)", pid, err)
-	}
+	testenv.ClusterGone(t, dir, pid)
 }

@@ -262,21 +262,28 @@ func ReclaimStale() {
 		if err != nil || processAlive(pid) {
 			continue
 		}
-		if pm, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid")); err == nil {
-			if spid, err := strconv.Atoi(strings.SplitN(string(pm), "\n", 2)[0]); err == nil && processAlive(spid) {
-				if p, err := os.FindProcess(spid); err == nil {
-					_ = p.Signal(syscall.SIGQUIT)
-					for i := 0; i < 100 && processAlive(spid); i++ {
-						time.Sleep(50 * time.Millisecond)
-					}
-					if processAlive(spid) {
-						_ = p.Signal(syscall.SIGKILL)
-					}
+		if spid, err := ServerPID(dir); err == nil && processAlive(spid) {
+			if p, err := os.FindProcess(spid); err == nil {
+				_ = p.Signal(syscall.SIGQUIT)
+				for i := 0; i < 100 && processAlive(spid); i++ {
+					time.Sleep(50 * time.Millisecond)
+				}
+				if processAlive(spid) {
+					_ = p.Signal(syscall.SIGKILL)
 				}
 			}
 		}
 		_ = os.RemoveAll(dir)
 	}
+}
+
+// ServerPID reads the postmaster's pid from a cluster directory (Dir()).
+func ServerPID(dir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
 }
 
 func processAlive(pid int) bool {

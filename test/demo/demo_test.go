@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/outboxtop/outboxtop/internal/testenv"
 )
 
 var binary string
@@ -72,7 +74,7 @@ func TestSignalLeavesNothingBehind(t *testing.T) {
 				<-exited
 				t.Fatalf("no cluster directory announced; stderr:\n%s", stderr.String())
 			}
-			pid := postmasterPID(t, dir)
+			pid := testenv.ServerPID(t, dir)
 
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
@@ -88,7 +90,7 @@ func TestSignalLeavesNothingBehind(t *testing.T) {
 				_ = cmd.Process.Kill()
 				t.Fatalf("demo did not exit within 30 s of %v", sig)
 			}
-			assertGone(t, dir, pid)
+			testenv.ClusterGone(t, dir, pid)
 		})
 	}
 }
@@ -106,7 +108,7 @@ func TestConsoleQuitLeavesNothingBehind(t *testing.T) {
 			tm.waitFor(t, "RELAY")
 			pid := tm.panePID(t)
 			dir := clusterOwnedBy(t, pid)
-			pg := postmasterPID(t, dir)
+			pg := testenv.ServerPID(t, dir)
 
 			// The fault switches are there and answer.
 			tm.send(t, "b")
@@ -124,7 +126,7 @@ func TestConsoleQuitLeavesNothingBehind(t *testing.T) {
 				tm.send(t, quit)
 			}
 			tm.waitExit(t)
-			assertGone(t, dir, pg)
+			testenv.ClusterGone(t, dir, pg)
 		})
 	}
 }
@@ -235,27 +237,4 @@ func parentPID(pid int) int {
 	}
 	ppid, _ := strconv.Atoi(fields[1])
 	return ppid
-}
-
-func postmasterPID(t *testing.T, dir string) int {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
-func assertGone(t *testing.T, dir string, pid int) {
-	t.Helper()
-	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("cluster directory %s still there (%v)", dir, err)
-	}
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("postmaster %d still exists (kill 0: %v)", pid, err)
-	}
 }
