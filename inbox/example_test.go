@@ -3,11 +3,9 @@ package inbox_test
 import (
 	"context"
 	"fmt"
-	"testing"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/outboxtop/outboxtop/inbox"
@@ -16,7 +14,7 @@ import (
 
 func Example() {
 	ctx := context.Background()
-	pool, done := exampleDB() // the consumer's own database
+	pool, done := testenv.ExamplePool() // the consumer's own database
 	defer done()
 	_, _ = pool.Exec(ctx, `CREATE TABLE shipments (order_id text PRIMARY KEY, n int NOT NULL)`)
 
@@ -50,27 +48,4 @@ func Example() {
 	// applied: false <nil>
 	// shipments of o-1: 1
 	// inbox shipping: outbox.order/0@0: record has no event_id header
-}
-
-// exampleDB gives the example a migrated database of its own from testenv.
-func exampleDB() (*pgxpool.Pool, func()) {
-	t := &exampleT{}
-	pool, _ := testenv.Pool(t)
-	return pool, t.done
-}
-
-// exampleT is the testing.TB testenv needs, for an Example, which has none.
-type exampleT struct {
-	testing.TB
-	cleanups []func()
-}
-
-func (*exampleT) Helper()                   {}
-func (*exampleT) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
-func (*exampleT) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
-func (e *exampleT) Cleanup(f func())        { e.cleanups = append(e.cleanups, f) }
-func (e *exampleT) done() {
-	for i := len(e.cleanups) - 1; i >= 0; i-- {
-		e.cleanups[i]()
-	}
 }

@@ -3,10 +3,8 @@ package outbox_test
 import (
 	"context"
 	"fmt"
-	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/outbox"
@@ -14,7 +12,7 @@ import (
 
 func Example() {
 	ctx := context.Background()
-	pool, done := exampleDB() // your application's *pgxpool.Pool
+	pool, done := testenv.ExamplePool() // your application's *pgxpool.Pool
 	defer done()
 	_, _ = pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY, status text NOT NULL);
 		INSERT INTO orders VALUES ('o-1', 'placed')`)
@@ -43,27 +41,4 @@ func Example() {
 		Scan(&eventType, &payload)
 	fmt.Println(eventType, payload)
 	// Output: OrderConfirmed {"status": "confirmed", "order_id": "o-1"}
-}
-
-// exampleDB gives the example a migrated database of its own from testenv.
-func exampleDB() (*pgxpool.Pool, func()) {
-	t := &exampleT{}
-	pool, _ := testenv.Pool(t)
-	return pool, t.done
-}
-
-// exampleT is the testing.TB testenv needs, for an Example, which has none.
-type exampleT struct {
-	testing.TB
-	cleanups []func()
-}
-
-func (*exampleT) Helper()                   {}
-func (*exampleT) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
-func (*exampleT) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
-func (e *exampleT) Cleanup(f func())        { e.cleanups = append(e.cleanups, f) }
-func (e *exampleT) done() {
-	for i := len(e.cleanups) - 1; i >= 0; i-- {
-		e.cleanups[i]()
-	}
 }
