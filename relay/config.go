@@ -64,6 +64,26 @@ var DefaultConfig = Config{
 	ShutdownTimeout: 30 * time.Second,
 }
 
+// WithDefaults returns c with every zero field set to its DefaultConfig value.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
+
+// Kafka fills the producer settings of k that follow from this relay config and
+// are still zero: the record size limit, the delivery timeout (the publish
+// timeout) and a buffer for every in-flight batch twice over.
+func (c Config) Kafka(k KafkaConfig) KafkaConfig {
+	c = c.withDefaults()
+	if k.MaxMessageBytes == 0 {
+		k.MaxMessageBytes = c.MaxMessageBytes
+	}
+	if k.DeliveryTimeout == 0 {
+		k.DeliveryTimeout = c.PublishTimeout
+	}
+	if k.MaxBufferedRecords == 0 {
+		k.MaxBufferedRecords = c.BatchSize * c.InFlight * 2
+	}
+	return k
+}
+
 func (c Config) withDefaults() Config {
 	d := DefaultConfig
 	if c.Schema == "" {

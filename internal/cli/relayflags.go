@@ -68,9 +68,8 @@ func (f *relayFlags) resolve(schema string, io IO) error {
 	if err := f.cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	f.kafka.MaxMessageBytes = f.cfg.MaxMessageBytes
-	f.kafka.DeliveryTimeout = f.cfg.PublishTimeout
-	f.kafka.MaxBufferedRecords = f.cfg.BatchSize * f.cfg.InFlight * 2
+	f.kafka.MaxMessageBytes, f.kafka.DeliveryTimeout, f.kafka.MaxBufferedRecords = 0, 0, 0
+	f.kafka = f.cfg.Kafka(f.kafka)
 	if f.kafka.TLSCAFile != "" || f.kafka.TLSCertFile != "" {
 		f.kafka.TLS = true
 	}

@@ -159,36 +159,8 @@ func Start(ctx context.Context, cfg Config) (_ *Demo, err error) {
 }
 
 func withDefaults(cfg Config) Config {
-	d := relay.DefaultConfig
-	r := &cfg.Relay
-	if r.Schema == "" {
-		r.Schema = migrations.DefaultSchema
-	}
-	if r.TopicTemplate == "" {
-		r.TopicTemplate = d.TopicTemplate
-	}
-	if r.BatchSize == 0 {
-		r.BatchSize = d.BatchSize
-	}
-	if r.InFlight == 0 {
-		r.InFlight = d.InFlight
-	}
-	if r.MaxMessageBytes == 0 {
-		r.MaxMessageBytes = d.MaxMessageBytes
-	}
-	if r.PublishTimeout == 0 {
-		r.PublishTimeout = d.PublishTimeout
-	}
-	k := &cfg.Kafka
-	if k.MaxMessageBytes == 0 {
-		k.MaxMessageBytes = r.MaxMessageBytes
-	}
-	if k.DeliveryTimeout == 0 {
-		k.DeliveryTimeout = r.PublishTimeout
-	}
-	if k.MaxBufferedRecords == 0 {
-		k.MaxBufferedRecords = r.BatchSize * r.InFlight * 2
-	}
+	cfg.Relay = cfg.Relay.WithDefaults()
+	cfg.Kafka = cfg.Relay.Kafka(cfg.Kafka)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
