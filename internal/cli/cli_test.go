@@ -38,16 +38,23 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 		{"migrate", "--dsn", "postgres://u:hunter2@[oops"},
 		{"--no-such-flag"},
 	} {
-		r := run(t, nil, args...)
-		if r.code != ExitUsage {
-			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, r.code, r.err)
-		}
-		if lines := strings.Count(strings.TrimSpace(r.err), "\n"); lines != 0 || r.err == "" {
-			t.Errorf("%v: want one stderr line, got %q", args, r.err)
-		}
-		if strings.Contains(r.err, "hunter2") {
-			t.Errorf("%v: password echoed: %q", args, r.err)
-		}
+		checkUsageError(t, "hunter2", args...)
+	}
+}
+
+// checkUsageError runs args and checks the run ends as bad usage: exit 2, one line
+// on stderr, secret not in it.
+func checkUsageError(t *testing.T, secret string, args ...string) {
+	t.Helper()
+	r := run(t, nil, args...)
+	if r.code != ExitUsage {
+		t.Errorf("%v: exit %d, want 2 (stderr %q)", args, r.code, r.err)
+	}
+	if lines := strings.Count(strings.TrimSpace(r.err), "\n"); lines != 0 || r.err == "" {
+		t.Errorf("%v: want one stderr line, got %q", args, r.err)
+	}
+	if strings.Contains(r.err, secret) {
+		t.Errorf("%v: password echoed: %q", args, r.err)
 	}
 }
 

@@ -18,16 +18,7 @@ func TestDemoUsageErrorsExit2(t *testing.T) {
 		{"demo", "--brokers", "127.0.0.1:1", "--kafka-tls"},
 		{"demo", "--lease", "500ms"},
 	} {
-		r := run(t, nil, args...)
-		if r.code != ExitUsage {
-			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, r.code, r.err)
-		}
-		if lines := strings.Count(strings.TrimSpace(r.err), "\n"); lines != 0 || r.err == "" {
-			t.Errorf("%v: want one stderr line, got %q", args, r.err)
-		}
-		if strings.Contains(r.err, "hunter2") {
-			t.Errorf("%v: password echoed: %q", args, r.err)
-		}
+		checkUsageError(t, "hunter2", args...)
 	}
 }
 
