@@ -75,6 +75,35 @@ func (k *Kafka) CreateTopics(t testing.TB, partitions int32, names ...string) {
 			t.Fatalf("creating topic %s: %v", r.Topic, r.Err)
 		}
 	}
+	// A real broker answers CreateTopics before every partition has a leader in
+	// its metadata; producing then fails with UNKNOWN_TOPIC_OR_PARTITION. Wait
+	// until the metadata shows every partition led.
+	adm := kadm.NewClient(cl)
+	for {
+		details, err := adm.ListTopics(ctx, full...)
+		if err == nil && topicsReady(details, full, partitions) {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("topics %v not ready within 30 s (%v)", full, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func topicsReady(details kadm.TopicDetails, topics []string, partitions int32) bool {
+	for _, name := range topics {
+		d, ok := details[name]
+		if !ok || d.Err != nil || int32(len(d.Partitions)) != partitions {
+			return false
+		}
+		for _, p := range d.Partitions {
+			if p.Err != nil || p.Leader < 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Consume reads topics (full names) from the start until it has read at least
