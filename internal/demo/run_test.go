@@ -61,8 +61,12 @@ func TestHeadlessRunWithFaults(t *testing.T) {
 	if s.Kills != 1 || s.Duplicates == 0 {
 		t.Errorf("%d kills, %d duplicates absorbed: want the killed batch's events redelivered and absorbed", s.Kills, s.Duplicates)
 	}
-	if s.Produced != s.Applied+s.Duplicates {
-		t.Errorf("Kafka acknowledged %d records; the consumer applied %d and absorbed %d", s.Produced, s.Applied, s.Duplicates)
+	// Every acknowledged record reached the consumer. Kafka may hold more than the
+	// relay saw acknowledged: a request cut by the outage can be written although
+	// its records were cancelled and published again (at least once); those extra
+	// copies arrive as duplicates too.
+	if s.Applied+s.Duplicates < s.Produced {
+		t.Errorf("Kafka acknowledged %d records; the consumer applied only %d and absorbed %d", s.Produced, s.Applied, s.Duplicates)
 	}
 	if s.Dead != 0 || s.Invalid != 0 {
 		t.Errorf("%d dead events, %d invalid records", s.Dead, s.Invalid)
