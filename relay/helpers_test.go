@@ -115,18 +115,6 @@ func (b *bundle) count(t *testing.T, where string) int {
 	return n
 }
 
-// waitFor polls cond (a database condition, not a timing) until it holds.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // delivered reads want records from topic and returns them in partition/offset order
 // with each record's event id.
 func (b *bundle) delivered(t *testing.T, want int, topics ...string) []*kgo.Record {

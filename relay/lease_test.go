@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -84,11 +85,11 @@ func TestSlowBatchRenewsItsLease(t *testing.T) {
 	r := b.relay(t, cfg)
 	stop := start(t, r)
 	b.insertSeed(t, 1, 1, "warm-")
-	waitFor(t, 30*time.Second, "warm-up published", func() bool { return b.count(t, "published_at IS NOT NULL") == 1 })
+	testenv.WaitFor(t, 30*time.Second, "warm-up published", func() bool { return b.count(t, "published_at IS NOT NULL") == 1 })
 	// The next produce takes 2.5 s: its batch outlives half its lease.
 	b.net.slowNextWrite(2500 * time.Millisecond)
 	b.insertSeed(t, 20, 20, "o-")
-	waitFor(t, time.Minute, "slow batch published", func() bool { return b.count(t, "published_at IS NOT NULL") == 21 })
+	testenv.WaitFor(t, time.Minute, "slow batch published", func() bool { return b.count(t, "published_at IS NOT NULL") == 21 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestAbandonedBatchIsPublishedAgain(t *testing.T) {
 	r.AbandonNextBatch()
 	b.insertSeed(t, 50, 10, "o-")
 	stop := start(t, r)
-	waitFor(t, 30*time.Second, "published after the abandoned batch's lease ran out", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "published after the abandoned batch's lease ran out", func() bool {
 		return b.count(t, "published_at IS NOT NULL") == 50
 	})
 	if err := stop(); err != nil {

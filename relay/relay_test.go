@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/outboxtop/outboxtop/internal/testenv"
 )
 
 func TestDrainPublishesEverySeedRow(t *testing.T) {
@@ -75,7 +77,7 @@ func TestConcurrentRelaysKeepAggregateOrder(t *testing.T) {
 		cfg.BatchSize = 500
 		stops = append(stops, start(t, b.relay(t, cfg)))
 	}
-	waitFor(t, 3*time.Minute, "all published", func() bool { return b.count(t, "published_at IS NOT NULL") == total })
+	testenv.WaitFor(t, 3*time.Minute, "all published", func() bool { return b.count(t, "published_at IS NOT NULL") == total })
 	for _, stop := range stops {
 		if err := stop(); err != nil {
 			t.Fatal(err)
@@ -116,12 +118,12 @@ func TestBrokerOutageBurnsNoAttempts(t *testing.T) {
 	b.insertSeed(t, 10, 5, "warm-")
 	r := b.relay(t, cfg)
 	stop := start(t, r)
-	waitFor(t, 30*time.Second, "warm-up published", func() bool { return b.count(t, "published_at IS NOT NULL") == 10 })
+	testenv.WaitFor(t, 30*time.Second, "warm-up published", func() bool { return b.count(t, "published_at IS NOT NULL") == 10 })
 	b.net.cut()
 	b.insertSeed(t, 300, 30, "o-")
 	// Longer than max-attempts × backoff many times over: attempts would be spent
 	// several times over if the outage counted against events.
-	waitFor(t, 30*time.Second, "relay sees the outage", func() bool { return !r.Status().BrokerReachable })
+	testenv.WaitFor(t, 30*time.Second, "relay sees the outage", func() bool { return !r.Status().BrokerReachable })
 	time.Sleep(3 * time.Second) // let the outage last; no condition to wait on, it is the scenario
 	if got := b.count(t, "failed_at IS NOT NULL"); got != 0 {
 		t.Fatalf("%d events failed during a broker outage", got)
@@ -130,7 +132,7 @@ func TestBrokerOutageBurnsNoAttempts(t *testing.T) {
 		t.Fatalf("%d events were charged attempts during the outage", got)
 	}
 	b.net.restore()
-	waitFor(t, 60*time.Second, "all published after the outage", func() bool { return b.count(t, "published_at IS NOT NULL") == 310 })
+	testenv.WaitFor(t, 60*time.Second, "all published after the outage", func() bool { return b.count(t, "published_at IS NOT NULL") == 310 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +202,7 @@ func TestMissingTopicBacksOffWithoutFailing(t *testing.T) {
 	// does not ask for it, so the topic stays missing.
 	r := b.relay(t, cfg)
 	start(t, r)
-	waitFor(t, 30*time.Second, "missing-topic error recorded", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "missing-topic error recorded", func() bool {
 		return b.count(t, "last_error LIKE '%does not exist%'") == 3
 	})
 	if got := b.count(t, "failed_at IS NOT NULL OR published_at IS NOT NULL"); got != 0 {
@@ -237,10 +239,10 @@ func TestUnreachableBrokerAtStartIsReportedAndAwaited(t *testing.T) {
 	b.net.cut()
 	r := b.relay(t, b.config())
 	stop := start(t, r)
-	waitFor(t, 30*time.Second, "status says Kafka is unreachable", func() bool { return !r.Status().BrokerReachable })
+	testenv.WaitFor(t, 30*time.Second, "status says Kafka is unreachable", func() bool { return !r.Status().BrokerReachable })
 	b.insertSeed(t, 20, 5, "o-")
 	b.net.restore()
-	waitFor(t, time.Minute, "published once Kafka answers", func() bool { return b.count(t, "published_at IS NOT NULL") == 20 })
+	testenv.WaitFor(t, time.Minute, "published once Kafka answers", func() bool { return b.count(t, "published_at IS NOT NULL") == 20 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

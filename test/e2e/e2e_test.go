@@ -95,17 +95,6 @@ func count(t *testing.T, pool *pgxpool.Pool, where string) int {
 	return n
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
 // Three relay processes share the backlog; one is SIGKILLed mid-batch and a new
 // one started. Nothing is lost, duplicates come only from the killed process's
 // batches, first deliveries keep per-aggregate order, and SIGTERM ends each
@@ -146,13 +135,13 @@ func TestKilledRelayLosesNothing(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, time.Minute, "relaying under way", func() bool { return count(t, pool, "published_at IS NOT NULL") >= 1_000 })
+	testenv.WaitFor(t, time.Minute, "relaying under way", func() bool { return count(t, pool, "published_at IS NOT NULL") >= 1_000 })
 	orphans := killMidBatch(t, pool, procs[0])
 	stop()
 	n := count(t, pool, "true")
 	procs = append(procs[1:], startRelay(t, dsn, k, flags...))
 
-	waitFor(t, 2*time.Minute, "everything published", func() bool { return count(t, pool, "published_at IS NOT NULL") == n })
+	testenv.WaitFor(t, 2*time.Minute, "everything published", func() bool { return count(t, pool, "published_at IS NOT NULL") == n })
 	for _, p := range procs {
 		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
