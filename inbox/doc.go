@@ -5,8 +5,8 @@
 // Handle inserts (consumer_name, event_id) into consumed_event with ON
 // CONFLICT DO NOTHING and, in the same transaction, runs the caller's apply
 // only when the row was new. The event id comes from the record's event_id
-// header, which the relay sets; a record without a valid one is an error
-// (ErrNoEventID, ErrMalformedEventID), never applied blindly.
+// header (wire.HeaderEventID), which the relay sets; a record without a valid
+// one is an error (ErrNoEventID, ErrMalformedEventID), never applied blindly.
 //
 // A consumer on franz-go commits offsets after handling, so a crash in between
 // becomes a redelivery that Handle skips:

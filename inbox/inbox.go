@@ -11,13 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/outboxtop/outboxtop/wire"
 )
-
-// DefaultSchema is the schema holding consumed_event when a Store names none.
-const DefaultSchema = "public"
-
-// HeaderEventID is the Kafka header the relay puts each event's id in.
-const HeaderEventID = "event_id"
 
 // Sentinel errors for records that cannot be deduplicated. Handle returns them
 // (wrapped) without applying anything; the caller decides whether to skip the
@@ -44,9 +40,9 @@ type PruneDB interface {
 type ApplyFunc func(ctx context.Context, tx pgx.Tx) error
 
 // Store is the consumed_event table of one schema. The zero value uses
-// DefaultSchema.
+// wire.DefaultSchema (public).
 type Store struct {
-	// Schema holds consumed_event; empty means DefaultSchema.
+	// Schema holds consumed_event; empty means wire.DefaultSchema.
 	Schema string
 	// PruneBatch is how many rows one DELETE of Prune removes; 0 means 1000.
 	PruneBatch int
@@ -69,7 +65,7 @@ func Prune(ctx context.Context, db PruneDB, consumer string, olderThan time.Dura
 func (s Store) table() string {
 	schema := s.Schema
 	if schema == "" {
-		schema = DefaultSchema
+		schema = wire.DefaultSchema
 	}
 	return pgx.Identifier{schema, "consumed_event"}.Sanitize()
 }
@@ -83,7 +79,7 @@ func EventID(rec *kgo.Record) (uuid.UUID, error) {
 		found bool
 	)
 	for _, h := range rec.Headers {
-		if h.Key != HeaderEventID {
+		if h.Key != wire.HeaderEventID {
 			continue
 		}
 		v, err := uuid.Parse(string(h.Value))

@@ -10,7 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outboxtop/outboxtop/internal/eventstate"
+	"github.com/outboxtop/outboxtop/internal/sqltemplate"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // Action is one of the triage actions (see the package doc for what each does).
@@ -32,18 +33,18 @@ var Actions = []Action{Retry, ResetLease, Park, Skip, Archive, Replay}
 // Sources are the states an action applies to; a row in any other state is left
 // alone. Skip applies to failed or scheduled events that head their aggregate; replay
 // to published events and to archived ones.
-func (a Action) Sources() []eventstate.State {
+func (a Action) Sources() []wire.State {
 	switch a {
 	case Retry, Skip:
-		return []eventstate.State{eventstate.Failed, eventstate.Scheduled}
+		return []wire.State{wire.Failed, wire.Scheduled}
 	case ResetLease:
-		return []eventstate.State{eventstate.Leased}
+		return []wire.State{wire.Leased}
 	case Park:
-		return []eventstate.State{eventstate.Ready, eventstate.Scheduled, eventstate.Leased}
+		return []wire.State{wire.Ready, wire.Scheduled, wire.Leased}
 	case Archive:
-		return []eventstate.State{eventstate.Published}
+		return []wire.State{wire.Published}
 	case Replay:
-		return []eventstate.State{eventstate.Published, Archived}
+		return []wire.State{wire.Published, Archived}
 	}
 	return nil
 }
@@ -67,7 +68,7 @@ type Request struct {
 	// From is the state the operator saw (one of Action.Sources(), or Pending for
 	// ready + scheduled); rows that have left it since are not touched. Empty means
 	// any of Action.Sources().
-	From eventstate.State
+	From wire.State
 	// Reason is recorded in the audit row; park and skip require one and write it
 	// into last_error.
 	Reason string
@@ -109,14 +110,14 @@ const AuditIDLimit = 1000
 
 func (r Request) validate() error {
 	if r.Action.Sources() == nil {
-		return fmt.Errorf("unknown action %q", r.Action)
+		return invalidf("unknown action %q", r.Action)
 	}
 	if err := r.Filter.Validate(); err != nil {
-		return err
+		return invalidRequest{err}
 	}
 	for _, id := range r.IDs {
 		if f := (Filter{IDPrefix: id}); f.Validate() != nil || len(id) != 36 {
-			return fmt.Errorf("%q is not an event id", id)
+			return invalidf("%q is not an event id", id)
 		}
 	}
 	if len(r.IDs) == 0 && r.Filter.IsZero() && !r.Filter.All && r.Action != Archive {
@@ -127,21 +128,21 @@ func (r Request) validate() error {
 	}
 	if r.From != "" {
 		ok := slices.Contains(r.Action.Sources(), r.From) ||
-			r.From == eventstate.Pending && (r.Action == Park)
+			r.From == wire.Pending && (r.Action == Park)
 		if !ok {
-			return fmt.Errorf("%s applies to %v events, not %s", r.Action, r.Action.Sources(), r.From)
+			return invalidf("%s applies to %v events, not %s", r.Action, r.Action.Sources(), r.From)
 		}
 	}
 	if r.NewID && r.Action != Replay {
-		return fmt.Errorf("new id applies to replay only")
+		return invalidf("new id applies to replay only")
 	}
 	return nil
 }
 
 // fromStates is the set of states the request may touch.
-func (r Request) fromStates() []eventstate.State {
+func (r Request) fromStates() []wire.State {
 	if r.From != "" {
-		return []eventstate.State{r.From}
+		return []wire.State{r.From}
 	}
 	return r.Action.Sources()
 }
@@ -159,14 +160,14 @@ func (i *Inspector) target(r Request, archived bool) where {
 			if s == Archived {
 				continue
 			}
-			c, _ := eventstate.SQL(s)
+			c, _ := wire.SQL(s)
 			conds = append(conds, "("+c+")")
 		}
 		w.add(strings.Join(conds, " OR "))
 		if r.Action == Skip {
 			w.add(i.blockerSQL())
 		}
-		if slices.Equal(r.fromStates(), []eventstate.State{eventstate.Published}) {
+		if slices.Equal(r.fromStates(), []wire.State{wire.Published}) {
 			ageCol = "published_at"
 		}
 	}
@@ -214,10 +215,13 @@ func (i *Inspector) DryRun(ctx context.Context, r Request) (Plan, error) {
 	return p, nil
 }
 
-// Do performs r and writes one outbox_audit row (also when no row was left to touch).
-// Retry, reset-lease, park, skip and replay run in one transaction with their audit
-// row; archive runs in batches of r.BatchSize and writes its audit row after the last
-// (or after the batch that failed, with the rows moved so far).
+// Do performs r through the schema's action function for r.Action (migration 008),
+// which re-checks each event's state, changes only those rows and writes exactly
+// one outbox_audit row in the same transaction; the caller needs EXECUTE on the
+// function and no write privilege on any table. Do reads the ids r selects (a plain
+// read, as DryRun) and hands them to the function. Archive runs in batches of
+// r.BatchSize, one transaction each; its audit row, written with the first batch,
+// counts every row moved so far, also when a later batch fails.
 func (i *Inspector) Do(ctx context.Context, r Request) (Result, error) {
 	if i.readOnly {
 		return Result{}, ErrReadOnly
@@ -229,33 +233,38 @@ func (i *Inspector) Do(ctx context.Context, r Request) (Result, error) {
 		r.Actor = DefaultActor(nil)
 	}
 	res := Result{Action: r.Action, Actor: r.Actor, EventIDs: []string{}}
+	filter, err := r.auditFilter()
+	if err != nil {
+		return Result{}, err
+	}
 	if r.Action == Archive {
-		err := i.archiveBatches(ctx, r, &res)
-		// The audit row records what happened, even when a later batch failed.
-		if aerr := pgx.BeginFunc(context.WithoutCancel(ctx), i.pool, func(tx pgx.Tx) error {
-			return i.writeAudit(ctx, tx, r, &res)
-		}); aerr != nil && err == nil {
-			err = aerr
-		}
-		if err != nil {
+		if err := i.archiveBatches(ctx, r, filter, &res); err != nil {
 			return res, fmt.Errorf("archive: %w", err)
 		}
 		return res, nil
 	}
-	err := pgx.BeginFunc(ctx, i.pool, func(tx pgx.Tx) error {
-		var err error
-		switch r.Action {
-		case Retry, ResetLease, Park:
-			err = i.update(ctx, tx, r, &res)
-		case Skip:
-			err = i.skip(ctx, tx, r, &res)
-		case Replay:
-			err = i.replay(ctx, tx, r, &res)
-		}
+	err = pgx.BeginFunc(ctx, i.pool, func(tx pgx.Tx) error {
+		// Raw 16-byte ids: an action on a million events holds 16 MB here.
+		var ids [][16]byte
+		err := i.eachTable(r, func(table string, archived bool) error {
+			w := i.target(r, archived)
+			rows, err := tx.Query(ctx, `SELECT event_id FROM `+table+` WHERE `+w.sql()+` ORDER BY seq`, w.args...)
+			if err != nil {
+				return err
+			}
+			more, err := pgx.CollectRows(rows, pgx.RowTo[[16]byte])
+			ids = append(ids, more...)
+			return err
+		})
 		if err != nil {
 			return err
 		}
-		return i.writeAudit(ctx, tx, r, &res)
+		states := r.stateNames()
+		args := []any{r.Actor, r.Reason, ids, states, filter}
+		if r.Action == Replay {
+			args = append(args, r.NewID)
+		}
+		return i.call(ctx, tx, actionFunctions[r.Action], args, &res)
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: %w", r.Action, err)
@@ -263,36 +272,28 @@ func (i *Inspector) Do(ctx context.Context, r Request) (Result, error) {
 	return res, nil
 }
 
-// update is retry, reset-lease and park: one UPDATE whose WHERE re-checks the state,
-// so rows that changed since the operator looked are not touched.
-func (i *Inspector) update(ctx context.Context, tx pgx.Tx, r Request, res *Result) error {
-	w := i.target(r, false)
-	var set string
-	switch r.Action {
-	case Retry:
-		set = `available_at = now(), lease_token = NULL, lease_until = NULL,
-			attempts = CASE WHEN failed_at IS NOT NULL THEN 0 ELSE attempts END, failed_at = NULL`
-	case ResetLease:
-		// The token is kept: the holder can still mark what it published, which saves a
-		// duplicate; the next claim replaces it.
-		set = `lease_until = now()`
-	case Park:
-		w.args = append(w.args, "parked by "+r.Actor+": "+r.Reason)
-		set = fmt.Sprintf(`failed_at = now(), last_error = $%d`, len(w.args))
-	}
-	rows, err := tx.Query(ctx, "UPDATE "+i.outbox+" SET "+set+" WHERE "+w.sql()+" RETURNING event_id::text", w.args...)
-	if err != nil {
-		return err
-	}
-	return collectIDs(rows, res)
+// actionFunctions name each action's function in migration 008. All take (actor,
+// reason, event ids, states, filter); replay adds new_id, and archive takes the
+// audit row to add to instead of states.
+var actionFunctions = map[Action]string{
+	Retry: "outboxtop_retry", ResetLease: "outboxtop_reset_lease", Park: "outboxtop_park",
+	Skip: "outboxtop_skip", Archive: "outboxtop_archive", Replay: "outboxtop_replay",
 }
 
-func collectIDs(rows pgx.Rows, res *Result) error {
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+// call runs one action function; each returns (audit id, rows, event ids).
+func (i *Inspector) call(ctx context.Context, q querier, fn string, args []any, res *Result) error {
+	marks := make([]string, len(args))
+	for k := range args {
+		marks[k] = fmt.Sprintf("$%d", k+1)
+	}
+	var n int64
+	var ids []string
+	err := q.QueryRow(ctx, `SELECT out_audit_id, out_rows, out_event_ids::text[] FROM `+
+		sqltemplate.Name(i.schema, fn)+`(`+strings.Join(marks, ", ")+`)`, args...).Scan(&res.AuditID, &n, &ids)
 	if err != nil {
 		return err
 	}
-	res.Rows += int64(len(ids))
+	res.Rows += n
 	for _, id := range ids {
 		if len(res.EventIDs) < AuditIDLimit {
 			res.EventIDs = append(res.EventIDs, id)
@@ -301,128 +302,92 @@ func collectIDs(rows pgx.Rows, res *Result) error {
 	return nil
 }
 
-// The columns outbox_event and the archive share, in one order.
-const (
-	sharedColumns = `event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at,
-		attempts, lease_token, lease_until, published_at, seq, topic, headers, last_error, failed_at,
-		kafka_topic, kafka_partition, kafka_offset, replay_of`
-	// what a replay under the same id inserts: seq is left to the identity (a replay
-	// goes to the end of its aggregate), the delivery columns start over.
-	replayColumns = `event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at,
-		attempts, topic, headers, replay_of`
-	replayValues = `event_id, aggregate_type, aggregate_id, event_type, payload, created_at, now(),
-		0, topic, headers, event_id`
-)
-
-// skip moves the blocking events to the archive, failed, with the reason.
-func (i *Inspector) skip(ctx context.Context, tx pgx.Tx, r Request, res *Result) error {
-	w := i.target(r, false)
-	w.args = append(w.args, "skipped by "+r.Actor+": "+r.Reason)
-	reason := fmt.Sprintf("$%d", len(w.args))
-	rows, err := tx.Query(ctx, `WITH moved AS (
-			DELETE FROM `+i.outbox+` WHERE `+w.sql()+` RETURNING `+sharedColumns+`
-		)
-		INSERT INTO `+i.archive+` (`+sharedColumns+`)
-		SELECT event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at,
-			attempts, lease_token, lease_until, published_at, seq, topic, headers,
-			`+reason+` || coalesce(' (last error: ' || last_error || ')', ''), coalesce(failed_at, now()),
-			kafka_topic, kafka_partition, kafka_offset, replay_of
-		FROM moved
-		ON CONFLICT (event_id) DO UPDATE SET `+excludedSet()+`, archived_at = now()
-		RETURNING event_id::text`, w.args...)
-	if err != nil {
-		return err
+// stateNames are the states the action function may touch (see fromStates).
+func (r Request) stateNames() []string {
+	var out []string
+	for _, s := range r.fromStates() {
+		out = append(out, string(s))
 	}
-	return collectIDs(rows, res)
-}
-
-// excludedSet overwrites every shared column of an archive row with the new one:
-// an event archived again (after a same-id replay) keeps its latest history.
-func excludedSet() string {
-	var parts []string
-	for _, c := range strings.Split(sharedColumns, ",") {
-		c = strings.TrimSpace(c)
-		if c != "event_id" {
-			parts = append(parts, c+" = excluded."+c)
-		}
-	}
-	return strings.Join(parts, ", ")
+	return out
 }
 
 // archiveBatches moves published rows to the archive, BatchSize per transaction,
-// oldest published first, until none match.
-func (i *Inspector) archiveBatches(ctx context.Context, r Request, res *Result) error {
+// oldest published first, until none match. The first batch writes the audit row,
+// the later ones add to it.
+func (i *Inspector) archiveBatches(ctx context.Context, r Request, filter []byte, res *Result) error {
 	batch := r.BatchSize
 	if batch <= 0 {
 		batch = 1000
 	}
 	w := i.target(r, false)
-	w.args = append(w.args, batch)
-	q := `WITH moved AS (
-			DELETE FROM ` + i.outbox + ` WHERE event_id IN (
-				SELECT event_id FROM ` + i.outbox + ` WHERE ` + w.sql() + `
-				ORDER BY published_at LIMIT $` + fmt.Sprint(len(w.args)) + ` FOR UPDATE SKIP LOCKED)
-			AND ` + eventstate.PublishedSQL + `
-			RETURNING ` + sharedColumns + `
-		)
-		INSERT INTO ` + i.archive + ` (` + sharedColumns + `) SELECT ` + sharedColumns + ` FROM moved
-		ON CONFLICT (event_id) DO UPDATE SET ` + excludedSet() + `, archived_at = now()
-		RETURNING event_id::text`
+	q := `SELECT event_id FROM ` + i.outbox + ` WHERE ` + w.sql() + `
+		ORDER BY published_at LIMIT ` + w.arg(batch)
+	var audit *int64
 	for {
-		before := res.Rows
+		var seen int
 		err := pgx.BeginFunc(ctx, i.pool, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, q, w.args...)
 			if err != nil {
 				return err
 			}
-			return collectIDs(rows, res)
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[[16]byte])
+			if err != nil {
+				return err
+			}
+			seen = len(ids)
+			return i.call(ctx, tx, actionFunctions[Archive], []any{r.Actor, r.Reason, ids, filter, audit}, res)
 		})
 		if err != nil {
 			return err
 		}
-		if res.Rows-before < int64(batch) {
+		audit = &res.AuditID
+		if seen < batch {
 			return nil
 		}
 	}
 }
 
-// replay puts published and archived events back into the outbox.
-func (i *Inspector) replay(ctx context.Context, tx pgx.Tx, r Request, res *Result) error {
-	return i.eachTable(r, func(table string, archived bool) error {
-		w := i.target(r, archived)
-		var q string
-		switch {
-		case r.NewID:
-			q = `INSERT INTO ` + i.outbox + ` (event_id, aggregate_type, aggregate_id, event_type, payload, topic, headers, replay_of)
-				SELECT gen_random_uuid(), aggregate_type, aggregate_id, event_type, payload, topic, headers, event_id
-				FROM ` + table + ` WHERE ` + w.sql() + ` ORDER BY seq
-				RETURNING event_id::text`
-		case archived:
-			// Only events not already back in the outbox (a replay under their id).
-			q = `WITH moved AS (
-					DELETE FROM ` + i.archive + ` a WHERE ` + w.sql() + `
-					AND NOT EXISTS (SELECT 1 FROM ` + i.outbox + ` o WHERE o.event_id = a.event_id)
-					RETURNING ` + sharedColumns + `
-				)
-				INSERT INTO ` + i.outbox + ` (` + replayColumns + `)
-				SELECT ` + replayValues + ` FROM moved ORDER BY seq
-				RETURNING event_id::text`
-		default:
-			// In place under the same id: delete and re-insert in seq order, so the
-			// replayed events get new seqs in their original order.
-			q = `WITH moved AS (
-					DELETE FROM ` + i.outbox + ` WHERE ` + w.sql() + ` RETURNING ` + sharedColumns + `
-				)
-				INSERT INTO ` + i.outbox + ` (` + replayColumns + `)
-				SELECT ` + replayValues + ` FROM moved ORDER BY seq
-				RETURNING event_id::text`
-		}
-		rows, err := tx.Query(ctx, q, w.args...)
-		if err != nil {
-			return err
-		}
-		return collectIDs(rows, res)
-	})
+type auditFilter struct {
+	Filter
+	IDs    []string   `json:"ids,omitempty"`
+	From   wire.State `json:"from,omitempty"`
+	NewID  bool       `json:"new_id,omitempty"`
+	States []string   `json:"states"`
+}
+
+// auditFilter is what the audit row's filter column records of r.
+func (r Request) auditFilter() ([]byte, error) {
+	af := auditFilter{Filter: r.Filter, IDs: r.IDs, From: r.From, NewID: r.NewID, States: r.stateNames()}
+	return json.Marshal(af)
+}
+
+// AuditRelay records that actor paused (paused true) or resumed a relay, through
+// the schema's audit function: the relay's paused flag lives in its process, so the
+// row is the only trace the decision leaves.
+func (i *Inspector) AuditRelay(ctx context.Context, actor string, paused bool) (int64, error) {
+	if i.readOnly {
+		return 0, ErrReadOnly
+	}
+	if actor == "" {
+		actor = DefaultActor(nil)
+	}
+	action := "resume"
+	if paused {
+		action = "pause"
+	}
+	var id int64
+	err := i.pool.QueryRow(ctx, `SELECT `+sqltemplate.Name(i.schema, "outboxtop_audit_relay")+`($1, $2)`,
+		actor, action).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("auditing %s: %w", action, err)
+	}
+	return id, nil
+}
+
+// IsRefusal reports whether err is a refusal a caller should show as such (read-only,
+// no target, missing reason) rather than as a failure.
+func IsRefusal(err error) bool {
+	return errors.Is(err, ErrReadOnly) || errors.Is(err, ErrNoTarget) || errors.Is(err, ErrReasonRequired)
 }
 
 // eachTable calls f for each table r's action reads or moves: the outbox, then
@@ -438,40 +403,4 @@ func (i *Inspector) eachTable(r Request, f func(table string, archived bool) err
 		return f(i.archive, true)
 	}
 	return nil
-}
-
-type auditFilter struct {
-	Filter
-	IDs    []string         `json:"ids,omitempty"`
-	From   eventstate.State `json:"from,omitempty"`
-	NewID  bool             `json:"new_id,omitempty"`
-	States []string         `json:"states"`
-}
-
-func (i *Inspector) writeAudit(ctx context.Context, tx pgx.Tx, r Request, res *Result) error {
-	af := auditFilter{Filter: r.Filter, IDs: r.IDs, From: r.From, NewID: r.NewID}
-	for _, s := range r.fromStates() {
-		af.States = append(af.States, string(s))
-	}
-	filter, err := json.Marshal(af)
-	if err != nil {
-		return err
-	}
-	var reason *string
-	if r.Reason != "" {
-		reason = &r.Reason
-	}
-	err = tx.QueryRow(context.WithoutCancel(ctx), `INSERT INTO `+i.audit+` (actor, action, filter, event_ids, rows, reason)
-		VALUES ($1, $2, $3, $4::uuid[], $5, $6) RETURNING audit_id`,
-		r.Actor, string(r.Action), filter, res.EventIDs, res.Rows, reason).Scan(&res.AuditID)
-	if err != nil {
-		return fmt.Errorf("writing audit row: %w", err)
-	}
-	return nil
-}
-
-// IsRefusal reports whether err is a refusal a caller should show as such (read-only,
-// no target, missing reason) rather than as a failure.
-func IsRefusal(err error) bool {
-	return errors.Is(err, ErrReadOnly) || errors.Is(err, ErrNoTarget) || errors.Is(err, ErrReasonRequired)
 }

@@ -2,15 +2,16 @@ package inspect_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/internal/eventstate"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // state reads one event's state (or "archived", or "" when gone).
-func (b *bundle) state(t *testing.T, id string) eventstate.State {
+func (b *bundle) state(t *testing.T, id string) wire.State {
 	t.Helper()
 	d, err := b.in.Detail(b.ctx, id)
 	if errors.Is(err, inspect.ErrNotFound) {
@@ -23,10 +24,10 @@ func (b *bundle) state(t *testing.T, id string) eventstate.State {
 }
 
 // states maps every event in the outbox and the archive to its state.
-func (b *bundle) states(t *testing.T) map[string]eventstate.State {
+func (b *bundle) states(t *testing.T) map[string]wire.State {
 	t.Helper()
-	out := map[string]eventstate.State{}
-	for _, s := range []eventstate.State{eventstate.Ready, eventstate.Scheduled, eventstate.Leased, eventstate.Failed, eventstate.Published, inspect.Archived} {
+	out := map[string]wire.State{}
+	for _, s := range []wire.State{wire.Ready, wire.Scheduled, wire.Leased, wire.Failed, wire.Published, inspect.Archived} {
 		p, err := b.in.List(b.ctx, inspect.ListOptions{State: s, Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
@@ -39,8 +40,8 @@ func (b *bundle) states(t *testing.T) map[string]eventstate.State {
 }
 
 // changed returns the ids whose state differs between two states() maps.
-func changed(before, after map[string]eventstate.State) map[string]eventstate.State {
-	d := map[string]eventstate.State{}
+func changed(before, after map[string]wire.State) map[string]wire.State {
+	d := map[string]wire.State{}
 	for id, s := range after {
 		if before[id] != s {
 			d[id] = s
@@ -83,11 +84,11 @@ func TestRetryTouchesOnlyRowsStillInTheStateSeen(t *testing.T) {
 	t.Parallel()
 	b := setup(t, everyState()...)
 	// The operator lists the failed events...
-	p, err := b.in.List(b.ctx, inspect.ListOptions{State: eventstate.Failed})
+	p, err := b.in.List(b.ctx, inspect.ListOptions{State: wire.Failed})
 	if err != nil || len(p.Events) != 2 {
 		t.Fatalf("%v %v", p, err)
 	}
-	plan, err := b.in.DryRun(b.ctx, inspect.Request{Action: inspect.Retry, IDs: ids(p), From: eventstate.Failed})
+	plan, err := b.in.DryRun(b.ctx, inspect.Request{Action: inspect.Retry, IDs: ids(p), From: wire.Failed})
 	if err != nil || plan.Count != 2 {
 		t.Fatalf("dry run %+v %v", plan, err)
 	}
@@ -97,14 +98,14 @@ func TestRetryTouchesOnlyRowsStillInTheStateSeen(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := b.states(t)
-	res, err := b.in.Do(b.ctx, inspect.Request{Action: inspect.Retry, IDs: ids(p), From: eventstate.Failed, Actor: "alice", Reason: "fixed the topic"})
+	res, err := b.in.Do(b.ctx, inspect.Request{Action: inspect.Retry, IDs: ids(p), From: wire.Failed, Actor: "alice", Reason: "fixed the topic"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Rows != 1 || !same(res.EventIDs, []string{idFailed}) {
 		t.Fatalf("result %+v", res)
 	}
-	if d := changed(before, b.states(t)); len(d) != 1 || d[idFailed] != eventstate.Ready {
+	if d := changed(before, b.states(t)); len(d) != 1 || d[idFailed] != wire.Ready {
 		t.Fatalf("changed %v", d)
 	}
 	var attempts int
@@ -118,7 +119,7 @@ func TestRetryTouchesOnlyRowsStillInTheStateSeen(t *testing.T) {
 	}
 	// Retry by filter also takes scheduled events, and keeps their attempts.
 	res, err = b.in.Do(b.ctx, inspect.Request{Action: inspect.Retry, Filter: inspect.Filter{AggregateID: "sch"}, Actor: "alice"})
-	if err != nil || res.Rows != 1 || b.state(t, idSched) != eventstate.Ready {
+	if err != nil || res.Rows != 1 || b.state(t, idSched) != wire.Ready {
 		t.Fatalf("retry scheduled: %+v %v", res, err)
 	}
 }
@@ -133,7 +134,7 @@ func TestResetLeaseAndPark(t *testing.T) {
 		t.Fatalf("reset-lease %+v %v", res, err)
 	}
 	d, _ := b.in.Detail(b.ctx, idLeased)
-	if d.State != eventstate.Ready || !d.LeaseExpired || d.LeaseToken != lease {
+	if d.State != wire.Ready || !d.LeaseExpired || d.LeaseToken != lease {
 		t.Fatalf("after reset-lease: %+v", d)
 	}
 	if c := changed(before, b.states(t)); len(c) != 1 {
@@ -149,7 +150,7 @@ func TestResetLeaseAndPark(t *testing.T) {
 	if err != nil || res.Rows != 1 {
 		t.Fatalf("park %+v %v", res, err)
 	}
-	if c := changed(before, b.states(t)); len(c) != 1 || c[idReady1] != eventstate.Failed {
+	if c := changed(before, b.states(t)); len(c) != 1 || c[idReady1] != wire.Failed {
 		t.Fatalf("changed %v", c)
 	}
 	d, _ = b.in.Detail(b.ctx, idReady1)
@@ -252,7 +253,7 @@ func TestReplay(t *testing.T) {
 	maxSeq := seqOf(idPub2h)
 	// Same id, in place: both published events of order/p1 come back ready, in their
 	// original order, at the end of the outbox.
-	res, err := b.in.Do(b.ctx, inspect.Request{Action: inspect.Replay, Filter: inspect.Filter{AggregateID: "p1"}, From: eventstate.Published, Actor: "erin"})
+	res, err := b.in.Do(b.ctx, inspect.Request{Action: inspect.Replay, Filter: inspect.Filter{AggregateID: "p1"}, From: wire.Published, Actor: "erin"})
 	if err != nil || res.Rows != 2 {
 		t.Fatalf("replay %+v %v", res, err)
 	}
@@ -262,7 +263,7 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("seqs %d %d after %d: original order lost", s3m, s30, maxSeq)
 	}
 	d, _ := b.in.Detail(b.ctx, idPub30s)
-	if d.State != eventstate.Ready || d.ReplayOf != idPub30s || d.Attempts != 0 || d.KafkaTopic != "" {
+	if d.State != wire.Ready || d.ReplayOf != idPub30s || d.Attempts != 0 || d.KafkaTopic != "" {
 		t.Fatalf("replayed %+v", d)
 	}
 	// Same id, from the archive.
@@ -270,7 +271,7 @@ func TestReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = b.in.Do(b.ctx, inspect.Request{Action: inspect.Replay, IDs: []string{idPub2h}, Actor: "erin"})
-	if err != nil || res.Rows != 1 || b.state(t, idPub2h) != eventstate.Ready {
+	if err != nil || res.Rows != 1 || b.state(t, idPub2h) != wire.Ready {
 		t.Fatalf("replay from archive %+v %v", res, err)
 	}
 	// New id: a new event linked to the original, which stays published.
@@ -282,7 +283,7 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("replay new id %+v %v", res, err)
 	}
 	nd, _ := b.in.Detail(b.ctx, res.EventIDs[0])
-	if nd.ReplayOf != idPub2h || nd.State != eventstate.Ready || b.state(t, idPub2h) != eventstate.Published {
+	if nd.ReplayOf != idPub2h || nd.State != wire.Ready || b.state(t, idPub2h) != wire.Published {
 		t.Fatalf("new-id replay %+v", nd)
 	}
 	od, _ := b.in.Detail(b.ctx, idPub2h)
@@ -320,11 +321,27 @@ func TestRefusals(t *testing.T) {
 	if _, err := b.in.Do(b.ctx, inspect.Request{Action: inspect.Retry}); !errors.Is(err, inspect.ErrNoTarget) {
 		t.Errorf("empty target: %v", err)
 	}
-	if _, err := b.in.Do(b.ctx, inspect.Request{Action: inspect.Retry, From: eventstate.Published, IDs: []string{idPub2h}}); err == nil {
-		t.Error("retry from published accepted")
+	// What cannot be carried out as asked is ErrInvalidRequest, and says why.
+	for _, c := range []struct {
+		req  inspect.Request
+		says string
+	}{
+		{inspect.Request{Action: inspect.Retry, From: wire.Published, IDs: []string{idPub2h}}, "applies to"},
+		{inspect.Request{Action: inspect.Retry, IDs: []string{"1; DROP TABLE x"}}, "is not an event id"},
+		{inspect.Request{Action: inspect.Retry, IDs: []string{idPub2h}, NewID: true}, "replay only"},
+		{inspect.Request{Action: inspect.Retry, Filter: inspect.Filter{IDPrefix: "x'"}}, "only hex digits"},
+		{inspect.Request{Action: "explode", Filter: inspect.Filter{All: true}}, "unknown action"},
+	} {
+		_, err := b.in.Do(b.ctx, c.req)
+		if !errors.Is(err, inspect.ErrInvalidRequest) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%+v: %v, want ErrInvalidRequest saying %q", c.req, err, c.says)
+		}
+		if _, err := b.in.DryRun(b.ctx, c.req); !errors.Is(err, inspect.ErrInvalidRequest) {
+			t.Errorf("dry run %+v: %v", c.req, err)
+		}
 	}
-	if _, err := b.in.Do(b.ctx, inspect.Request{Action: inspect.Retry, IDs: []string{"1; DROP TABLE x"}}); err == nil {
-		t.Error("bad id accepted")
+	if c := changed(before, b.states(t)); len(c) != 0 || len(b.audits(t)) != 0 {
+		t.Fatalf("refused requests changed %v", c)
 	}
 }
 

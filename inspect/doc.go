@@ -9,35 +9,56 @@
 //	in, err := inspect.New(pool, "public")          // or inspect.New(pool, schema, inspect.ReadOnly())
 //	snap, err := in.Snapshot(ctx)                    // the Overview: counts, ages, rates, blocked, health
 //	page, err := in.List(ctx, inspect.ListOptions{   // one view's rows, keyset-paginated
-//		State:  eventstate.Failed,
+//		State:  wire.Failed,
 //		Filter: inspect.Filter{EventType: "OrderPlaced"},
 //		Limit:  50,
 //	})
-//	next, err := in.List(ctx, inspect.ListOptions{State: eventstate.Failed, After: page.Next, Limit: 50})
+//	next, err := in.List(ctx, inspect.ListOptions{State: wire.Failed, After: page.Next, Limit: 50})
 //	ev, err := in.Detail(ctx, id)                    // every column, payload, headers, inbox rows
 //
-// States are eventstate's, evaluated by PostgreSQL's clock (now()) with eventstate's SQL
+// States are wire's, evaluated by PostgreSQL's clock (now()) with wire's SQL
 // conditions, never re-derived here. Archived (rows in outbox_event_archive) is listed
 // like a state but is not one of the outbox's states.
 //
 // # Cost on a big table
 //
-// A Snapshot must stay cheap with millions of published rows, so nothing in it scans
-// published history. Counts of unpublished rows are exact (they use the partial
-// indexes on published_at IS NULL and are expected to be small). The published and
-// archived totals, the published windows (1 m, 5 m, 1 h) and inbox totals are exact
-// while small and become estimates past a cap: totals from the planner's row estimate,
-// windows by extrapolating the newest rows' rate. Such numbers are a Count whose
+// A Snapshot must stay cheap with millions of published rows and in an incident
+// (a million failed events, hundreds of thousands scheduled), so it reads a bounded
+// number of rows one by one and never scans published history:
+//
+//   - the unpublished rows that are not failed, in the relay's order (seq), at most
+//     5,000: their states, attempts and whether a ready one waits behind an earlier
+//     failed or scheduled event of its aggregate (Counts.Waiting);
+//   - the newest 1,000 failed rows, for the failed count and the groups by type and
+//     error (Snapshot.FailedGroupsOf says when they cover only these);
+//   - up to 250 blocking events of each kind (failed, scheduled), for the blocked
+//     aggregates.
+//
+// Below those bounds every count is exact. Past them Snapshot.Partial is set and the
+// counts are estimates, marked in Counts.Approx (Blocked.Estimate,
+// OldestPublishableApprox): totals from the entries of the partial index on exactly
+// those rows as of the last vacuum or analyze (the planner multiplies selectivities
+// of correlated conditions), scheduled counted up to 1,000 along its index, ready as
+// the rest, the waiting share from the newest ready rows. An estimate is never below
+// the rows counted exactly. The published and archived totals, the published
+// windows (1 m, 5 m, 1 h) and inbox totals are exact while small and become
+// estimates past a cap: totals from the planner's row estimate (an inbox total never
+// below its exact last 5 minutes), windows by extrapolating the newest rows' rate
+// over the part of the window that has any history. Such numbers are a Count whose
 // Estimate field says so, in Go and in JSON.
 //
 // # Acting
 //
 // Every action takes a Request: an Action, a target (explicit event ids, a Filter, or
 // both), and optionally From, the state the operator saw. DryRun counts the rows the
-// action would touch; Do performs it and writes exactly one outbox_audit row. Each
-// action's statement re-checks the source state inside its own transaction, so a row
-// that changed state between listing and acting (published, claimed, retried by
-// someone else) is left alone and not counted: fencing to the state the operator saw.
+// action would touch; Do performs it and writes exactly one outbox_audit row. Do
+// reads the ids the target selects and hands them to the action's function in the
+// database (migration 008: SECURITY DEFINER, owned by the migrating role), which
+// re-checks each row's state, changes only those rows and writes the audit row in
+// the same transaction. An operator's role needs EXECUTE on those functions and no
+// write privilege on any table, so no action can bypass the audit. A row that
+// changed state between listing and acting (published, claimed, retried by someone
+// else) is left alone and not counted: fencing to the state the operator saw.
 //
 //	retry        failed or scheduled → ready now; failed ones get attempts = 0 and
 //	             failed_at cleared (last_error is kept as history until the next try).
@@ -52,7 +73,8 @@
 //	             set and last_error "skipped by <actor>: <reason>" — out of the outbox,
 //	             so the aggregate's later events flow. Replay brings it back.
 //	archive      published → outbox_event_archive, in batches of BatchSize, each its
-//	             own short transaction; never one giant transaction.
+//	             own short transaction; never one giant transaction. The first batch
+//	             writes the audit row and each later one adds its rows to it.
 //	replay       published or archived events back into the outbox, ready now, at the
 //	             end of their aggregate's order (a new seq), in their original order.
 //	             Without NewID the event keeps its event_id: consumers that already
@@ -75,4 +97,27 @@
 // ArchiveOlderThan and DeleteArchivedOlderThan are for the relay's --archive-after
 // and --archive-retention: batched, no audit row (they are policy, not an operator's
 // act). Skipped events in the archive are never deleted by retention.
+//
+// # SQL
+//
+// Inspect's statements are composed in Go, because they are built from wire's
+// state conditions and the operator's filter; each lives beside the method that
+// runs it:
+//
+//	snapshot.go     Snapshot: counts, ages, rates, failed groups, blocked aggregates, inbox, health
+//	list.go         List and CountMatching (keyset pages, capped counts)
+//	filter.go       Filter's WHERE clause, with its arguments
+//	event.go        the select list of an event and its state (wire's conditions in a CASE)
+//	detail.go       Detail: one event, its inbox rows, its replays
+//	actions.go      DryRun and Do (the targets), AuditRelay
+//	publishable.go  OldestPublishableAge (wire.OldestPublishableSQL)
+//	retention.go    ArchiveOlderThan, DeleteArchivedOlderThan
+//	inspect.go      capped counts and the planner's estimates
+//
+// The actions and retention run the schema's functions, defined with their
+// audit rows in migrations/008_actions.sql; outboxtop_state there restates
+// wire's states in SQL for them (TestStateFunctionIsWires checks it against
+// wire). Every table and function is named through internal/sqltemplate.Name,
+// the quoting the relay's embedded statements get from their {{.schema}}
+// placeholder (TestQuotedSchemaWithoutSearchPath).
 package inspect

@@ -6,25 +6,25 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outboxtop/outboxtop/internal/eventstate"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // Event is one row of outbox_event (or of outbox_event_archive, when ArchivedAt is
 // set). Nullable columns are pointers or empty strings. Text fields are the database's
 // bytes as they are: sanitize before putting them on a terminal.
 type Event struct {
-	EventID       string           `json:"event_id"`
-	Seq           int64            `json:"seq"`
-	State         eventstate.State `json:"state"` // Archived for archive rows
-	AggregateType string           `json:"aggregate_type"`
-	AggregateID   string           `json:"aggregate_id"`
-	EventType     string           `json:"event_type"`
-	Topic         string           `json:"topic,omitempty"`
-	CreatedAt     time.Time        `json:"created_at"`
-	AvailableAt   time.Time        `json:"available_at"`
-	Attempts      int32            `json:"attempts"`
-	LeaseToken    string           `json:"lease_token,omitempty"`
-	LeaseUntil    *time.Time       `json:"lease_until,omitempty"`
+	EventID       string     `json:"event_id"`
+	Seq           int64      `json:"seq"`
+	State         wire.State `json:"state"` // Archived for archive rows
+	AggregateType string     `json:"aggregate_type"`
+	AggregateID   string     `json:"aggregate_id"`
+	EventType     string     `json:"event_type"`
+	Topic         string     `json:"topic,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	AvailableAt   time.Time  `json:"available_at"`
+	Attempts      int32      `json:"attempts"`
+	LeaseToken    string     `json:"lease_token,omitempty"`
+	LeaseUntil    *time.Time `json:"lease_until,omitempty"`
 	// LeaseExpired: a lease token whose lease_until has passed without a mark; the
 	// event is claimable again (its State is ready or scheduled).
 	LeaseExpired   bool       `json:"lease_expired"`
@@ -44,11 +44,11 @@ type Event struct {
 	Headers json.RawMessage `json:"headers,omitempty"`
 }
 
-// stateCase computes eventstate's state in SQL, from its conditions.
-const stateCase = `CASE WHEN ` + eventstate.PublishedSQL + ` THEN 'published'` +
-	` WHEN ` + eventstate.FailedSQL + ` THEN 'failed'` +
-	` WHEN ` + eventstate.LeasedSQL + ` THEN 'leased'` +
-	` WHEN ` + eventstate.ReadySQL + ` THEN 'ready'` +
+// stateCase computes wire's state in SQL, from its conditions.
+const stateCase = `CASE WHEN ` + wire.PublishedSQL + ` THEN 'published'` +
+	` WHEN ` + wire.FailedSQL + ` THEN 'failed'` +
+	` WHEN ` + wire.LeasedSQL + ` THEN 'leased'` +
+	` WHEN ` + wire.ReadySQL + ` THEN 'ready'` +
 	` ELSE 'scheduled' END`
 
 // The select lists for outbox_event and the archive, in the order scanEvent reads.
@@ -64,7 +64,7 @@ func eventColumns(archived, withBody bool) string {
 	}
 	return `event_id::text, seq, ` + state + `, aggregate_type, aggregate_id, event_type,
 		coalesce(topic, ''), created_at, available_at, attempts, coalesce(lease_token::text, ''), lease_until,
-		coalesce(` + eventstate.ExpiredLeaseSQL + `, false), published_at, failed_at, coalesce(last_error, ''),
+		coalesce(` + wire.ExpiredLeaseSQL + `, false), published_at, failed_at, coalesce(last_error, ''),
 		coalesce(kafka_topic, ''), kafka_partition, kafka_offset, coalesce(replay_of::text, ''), ` + archivedAt + `,
 		extract(epoch from now() - created_at)::float8, octet_length(payload::text), ` + body
 }
@@ -82,7 +82,7 @@ func scanEvent(row pgx.Row) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	e.State = eventstate.State(state)
+	e.State = wire.State(state)
 	e.Age = Age(time.Duration(age * float64(time.Second)))
 	if payload != nil {
 		e.Payload = json.RawMessage(payload)

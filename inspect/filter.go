@@ -17,8 +17,15 @@ type Filter struct {
 	// IDPrefix matches the start of event_id's text form (hex digits and dashes; a
 	// complete id matches exactly, through the primary key).
 	IDPrefix string `json:"id_prefix,omitempty"`
+	// IDPart matches the start or the end of event_id's text form: the console's
+	// short ids are a UUIDv7's random end (hex digits and dashes).
+	IDPart string `json:"id_part,omitempty"`
 	// ErrorContains matches last_error case-insensitively as plain text.
 	ErrorContains string `json:"error_contains,omitempty"`
+	// Words must each appear, case-insensitively as plain text, in the event type,
+	// the aggregate type or id, the event id or the last error: the console's
+	// plain-word search.
+	Words []string `json:"words,omitempty"`
 	// OlderThan and NewerThan bound the event's age: since published_at for
 	// published and archived events, since created_at otherwise.
 	OlderThan time.Duration `json:"older_than,omitempty"`
@@ -30,16 +37,19 @@ type Filter struct {
 
 // IsZero reports whether f selects nothing in particular.
 func (f Filter) IsZero() bool {
-	return f.EventType == "" && f.AggregateType == "" && f.AggregateID == "" && f.IDPrefix == "" &&
-		f.ErrorContains == "" && f.OlderThan == 0 && f.NewerThan == 0
+	return f.EventType == "" && f.AggregateType == "" && f.AggregateID == "" && f.IDPrefix == "" && f.IDPart == "" &&
+		f.ErrorContains == "" && len(f.Words) == 0 && f.OlderThan == 0 && f.NewerThan == 0
 }
 
 // Validate reports a filter that cannot be matched.
 func (f Filter) Validate() error {
-	for _, r := range f.IDPrefix {
+	for _, r := range f.IDPrefix + f.IDPart {
 		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F' || r == '-') {
-			return fmt.Errorf("event id prefix %q: only hex digits and dashes", f.IDPrefix)
+			return fmt.Errorf("event id %q: only hex digits and dashes", f.IDPrefix+f.IDPart)
 		}
+	}
+	if len(f.IDPart) > 36 {
+		return fmt.Errorf("event id part %q: longer than a uuid", f.IDPart)
 	}
 	if len(f.IDPrefix) > 36 {
 		return fmt.Errorf("event id prefix %q: longer than a uuid", f.IDPrefix)
@@ -53,8 +63,12 @@ func (f Filter) Validate() error {
 		}
 	}
 	// PostgreSQL text holds neither NUL nor invalid UTF-8: refuse them here, clearly.
-	for _, t := range [...]struct{ name, s string }{{"event type", f.EventType}, {"aggregate type", f.AggregateType},
-		{"aggregate id", f.AggregateID}, {"error text", f.ErrorContains}} {
+	texts := []struct{ name, s string }{{"event type", f.EventType}, {"aggregate type", f.AggregateType},
+		{"aggregate id", f.AggregateID}, {"error text", f.ErrorContains}}
+	for _, w := range f.Words {
+		texts = append(texts, struct{ name, s string }{"search word", w})
+	}
+	for _, t := range texts {
 		if !utf8.ValidString(t.s) || strings.ContainsRune(t.s, 0) {
 			return fmt.Errorf("%s filter %q: not valid UTF-8 text", t.name, t.s)
 		}
@@ -66,16 +80,22 @@ func (f Filter) Validate() error {
 }
 
 // where accumulates a WHERE clause from fixed fragments and numbered parameters.
+// A fragment takes the placeholder of each value from arg as it is written; no
+// text is rewritten afterwards, so a fragment may hold any SQL (jsonb's ?, ?|
+// and ?& operators included) and a value never becomes SQL text.
 type where struct {
 	conds []string
 	args  []any
 }
 
-func (w *where) add(cond string, args ...any) {
-	for _, a := range args {
-		w.args = append(w.args, a)
-		cond = strings.Replace(cond, "?", "$"+strconv.Itoa(len(w.args)), 1)
-	}
+// arg adds v as a parameter and returns its placeholder, $n.
+func (w *where) arg(v any) string {
+	w.args = append(w.args, v)
+	return "$" + strconv.Itoa(len(w.args))
+}
+
+// add ANDs cond to the clause.
+func (w *where) add(cond string) {
 	w.conds = append(w.conds, "("+cond+")")
 }
 
@@ -90,33 +110,42 @@ func (w *where) sql() string {
 // where every row is published (so the published index serves), else an expression.
 func (w *where) addFilter(f Filter, ageCol string) {
 	if f.EventType != "" {
-		w.add("event_type = ?", f.EventType)
+		w.add("event_type = " + w.arg(f.EventType))
 	}
 	if f.AggregateType != "" {
-		w.add("aggregate_type = ?", f.AggregateType)
+		w.add("aggregate_type = " + w.arg(f.AggregateType))
 	}
 	if f.AggregateID != "" {
-		w.add("aggregate_id = ?", f.AggregateID)
+		w.add("aggregate_id = " + w.arg(f.AggregateID))
 	}
 	if p := strings.ToLower(f.IDPrefix); len(p) == 36 {
-		w.add("event_id = ?::uuid", p)
+		w.add("event_id = " + w.arg(p) + "::uuid")
 	} else if p != "" {
-		w.add("left(event_id::text, ?) = ?", len(p), p)
+		w.add("left(event_id::text, " + w.arg(len(p)) + ") = " + w.arg(p))
+	}
+	if p := strings.ToLower(f.IDPart); p != "" {
+		n, v := w.arg(len(p)), w.arg(p)
+		w.add("left(event_id::text, " + n + ") = " + v + " OR right(event_id::text, " + n + ") = " + v)
 	}
 	if f.ErrorContains != "" {
-		w.add("strpos(lower(last_error), lower(?)) > 0", f.ErrorContains)
+		w.add("strpos(lower(last_error), lower(" + w.arg(f.ErrorContains) + ")) > 0")
+	}
+	for _, word := range f.Words {
+		v := w.arg(word)
+		w.add(`strpos(lower(event_type), lower(` + v + `)) > 0 OR strpos(lower(aggregate_type || '/' || aggregate_id), lower(` + v + `)) > 0
+			OR strpos(event_id::text, lower(` + v + `)) > 0 OR strpos(lower(coalesce(last_error, '')), lower(` + v + `)) > 0`)
 	}
 	if f.OlderThan > 0 {
-		w.add(ageCol+" <= now() - ?::interval", interval(f.OlderThan))
+		w.add(ageCol + " <= now() - " + w.arg(interval(f.OlderThan)) + "::interval")
 	}
 	if f.NewerThan > 0 {
-		w.add(ageCol+" > now() - ?::interval", interval(f.NewerThan))
+		w.add(ageCol + " > now() - " + w.arg(interval(f.NewerThan)) + "::interval")
 	}
 }
 
 func (w *where) addIDs(ids []string) {
 	if len(ids) > 0 {
-		w.add("event_id = ANY(?::uuid[])", ids)
+		w.add("event_id = ANY(" + w.arg(ids) + "::uuid[])")
 	}
 }
 

@@ -11,13 +11,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxtop/outboxtop/internal/eventstate"
-	"github.com/outboxtop/outboxtop/migrations"
+	"github.com/outboxtop/outboxtop/internal/sqltemplate"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // Archived is not one of the outbox's states: it names the rows in
 // outbox_event_archive, which List and Detail read like a state.
-const Archived eventstate.State = "archived"
+const Archived wire.State = "archived"
 
 // Sentinel errors callers branch on.
 var (
@@ -30,7 +30,24 @@ var (
 	ErrReasonRequired = errors.New("a reason is required")
 	// ErrNotFound: Detail of an id that is in neither outbox_event nor the archive.
 	ErrNotFound = errors.New("event not found")
+	// ErrInvalidRequest: a Request, ListOptions or count that cannot be carried
+	// out as asked, refused before anything is read — an id that is not an event
+	// id, a From state the action does not apply to, an unknown state or sort, a
+	// forged page cursor, a filter Filter.Validate refuses. The error's text says
+	// which; ErrNoTarget and ErrReasonRequired are reported on their own.
+	ErrInvalidRequest = errors.New("invalid request")
 )
+
+// invalidRequest is an error that is ErrInvalidRequest and says why.
+type invalidRequest struct{ err error }
+
+func (e invalidRequest) Error() string   { return e.err.Error() }
+func (e invalidRequest) Unwrap() []error { return []error{ErrInvalidRequest, e.err} }
+
+// invalidf returns an error wrapping ErrInvalidRequest with a message of its own.
+func invalidf(format string, args ...any) error {
+	return invalidRequest{fmt.Errorf(format, args...)}
+}
 
 // Inspector reads the outbox in one schema and performs the triage actions. It is
 // safe for concurrent use.
@@ -51,16 +68,16 @@ func ReadOnly() Option { return func(i *Inspector) { i.readOnly = true } }
 
 // New returns an Inspector on schema (outboxtop's tables, migrated).
 func New(pool *pgxpool.Pool, schema string, opts ...Option) (*Inspector, error) {
-	if err := migrations.ValidateSchema(schema); err != nil {
+	if err := wire.ValidateSchema(schema); err != nil {
 		return nil, err
 	}
 	i := &Inspector{
 		pool:     pool,
 		schema:   schema,
-		outbox:   pgx.Identifier{schema, "outbox_event"}.Sanitize(),
-		archive:  pgx.Identifier{schema, "outbox_event_archive"}.Sanitize(),
-		consumed: pgx.Identifier{schema, "consumed_event"}.Sanitize(),
-		audit:    pgx.Identifier{schema, "outbox_audit"}.Sanitize(),
+		outbox:   sqltemplate.Name(schema, "outbox_event"),
+		archive:  sqltemplate.Name(schema, "outbox_event_archive"),
+		consumed: sqltemplate.Name(schema, "consumed_event"),
+		audit:    sqltemplate.Name(schema, "outbox_audit"),
 	}
 	for _, o := range opts {
 		o(i)

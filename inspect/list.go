@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/outboxtop/outboxtop/internal/eventstate"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // Sort names the column a List is ordered by; seq breaks ties (and is the key of
@@ -42,13 +42,13 @@ func sortExpr(s Sort) (expr, cast string, err error) {
 	case SortAttempts:
 		return "attempts", "integer", nil
 	}
-	return "", "", fmt.Errorf("unknown sort %q", string(s))
+	return "", "", invalidf("unknown sort %q", string(s))
 }
 
 // ListOptions selects one page of events.
 type ListOptions struct {
-	// State is an eventstate state (pending = ready + scheduled) or Archived.
-	State  eventstate.State
+	// State is one of wire's states (pending = ready + scheduled) or Archived.
+	State  wire.State
 	Filter Filter
 	Sort   Sort
 	Desc   bool
@@ -75,11 +75,19 @@ type cursor struct {
 // leaves the listing. Payload and headers are left out (see Detail).
 func (i *Inspector) List(ctx context.Context, o ListOptions) (Page, error) {
 	if err := o.Filter.Validate(); err != nil {
-		return Page{}, err
+		return Page{}, invalidRequest{err}
 	}
 	expr, cast, err := sortExpr(o.Sort)
 	if err != nil {
 		return Page{}, err
+	}
+	// Where the state guarantees the column is set, sort by the bare column so its
+	// index serves: coalesce() would sort a million failed rows to show 500.
+	if (o.Sort == SortFailedAt && o.State == wire.Failed) ||
+		(o.Sort == SortPublishedAt && o.State == wire.Published) ||
+		(o.Sort == SortLeaseUntil && o.State == wire.Leased) ||
+		(o.Sort == SortArchivedAt && o.State == Archived) {
+		expr = string(o.Sort)
 	}
 	limit := o.Limit
 	if limit <= 0 {
@@ -90,22 +98,22 @@ func (i *Inspector) List(ctx context.Context, o ListOptions) (Page, error) {
 	}
 	archived := o.State == Archived
 	if archived && (o.Sort == SortLeaseUntil) {
-		return Page{}, fmt.Errorf("sort %q does not apply to archived events", o.Sort)
+		return Page{}, invalidf("sort %q does not apply to archived events", o.Sort)
 	}
 	if !archived && o.Sort == SortArchivedAt {
-		return Page{}, fmt.Errorf("sort %q applies to archived events only", o.Sort)
+		return Page{}, invalidf("sort %q applies to archived events only", o.Sort)
 	}
 	table, ageCol := i.outbox, "created_at"
 	var w where
 	if archived {
 		table, ageCol = i.archive, "coalesce(published_at, created_at)"
 	} else {
-		cond, err := eventstate.SQL(o.State)
+		cond, err := wire.SQL(o.State)
 		if err != nil {
-			return Page{}, err
+			return Page{}, invalidRequest{err}
 		}
 		w.add(cond)
-		if o.State == eventstate.Published {
+		if o.State == wire.Published {
 			ageCol = "published_at"
 		}
 	}
@@ -120,9 +128,9 @@ func (i *Inspector) List(ctx context.Context, o ListOptions) (Page, error) {
 			op = "<"
 		}
 		if expr == "seq" {
-			w.add("seq "+op+" ?", c.Seq)
+			w.add("seq " + op + " " + w.arg(c.Seq))
 		} else {
-			w.add("("+expr+", seq) "+op+" (?::"+cast+", ?)", c.Key, c.Seq)
+			w.add("(" + expr + ", seq) " + op + " (" + w.arg(c.Key) + "::" + cast + ", " + w.arg(c.Seq) + ")")
 		}
 	}
 	dir := "ASC"
@@ -166,6 +174,37 @@ func (i *Inspector) List(ctx context.Context, o ListOptions) (Page, error) {
 	return page, nil
 }
 
+// countMatchingCap bounds the exact count of CountMatching.
+const countMatchingCap = 10_000
+
+// CountMatching is how many events List would page through for state and f: exact
+// up to 10,000, past that the planner's estimate, marked.
+func (i *Inspector) CountMatching(ctx context.Context, state wire.State, f Filter) (Count, error) {
+	if err := f.Validate(); err != nil {
+		return Count{}, invalidRequest{err}
+	}
+	table, ageCol := i.outbox, "created_at"
+	var w where
+	if state == Archived {
+		table, ageCol = i.archive, "coalesce(published_at, created_at)"
+	} else {
+		cond, err := wire.SQL(state)
+		if err != nil {
+			return Count{}, invalidRequest{err}
+		}
+		w.add(cond)
+		if state == wire.Published {
+			ageCol = "published_at"
+		}
+	}
+	w.addFilter(f, ageCol)
+	c, err := countCapped(ctx, i.pool, "SELECT 1 FROM "+table+" WHERE "+w.sql(), countMatchingCap, w.args...)
+	if err != nil {
+		return Count{}, fmt.Errorf("counting %s events: %w", state, err)
+	}
+	return c, nil
+}
+
 // scanEventKey scans eventColumns plus a trailing sort key.
 func scanEventKey(rows interface{ Scan(...any) error }, key *string) (Event, error) {
 	return scanEvent(rowWithKey{rows, key})
@@ -190,7 +229,7 @@ func decodeCursor(s string) (cursor, error) {
 		err = json.Unmarshal(b, &c)
 	}
 	if err != nil {
-		return cursor{}, fmt.Errorf("invalid page cursor")
+		return cursor{}, invalidf("invalid page cursor")
 	}
 	return c, nil
 }

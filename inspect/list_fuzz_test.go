@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/internal/eventstate"
 	"github.com/outboxtop/outboxtop/internal/testenv"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // FuzzList runs fuzzed filters, states and sorts through List against a real
@@ -37,13 +37,16 @@ func FuzzList(f *testing.F) {
 	f.Fuzz(func(t *testing.T, state, sort, eventType, aggType, aggID, idPrefix, errText, after string, older, newer int64, desc bool) {
 		flt := inspect.Filter{EventType: eventType, AggregateType: aggType, AggregateID: aggID, IDPrefix: idPrefix,
 			ErrorContains: errText, OlderThan: time.Duration(older), NewerThan: time.Duration(newer)}
-		_, err := in.List(ctx, inspect.ListOptions{State: eventstate.State(state), Filter: flt, Sort: inspect.Sort(sort), Desc: desc, Limit: 5, After: after})
+		_, err := in.List(ctx, inspect.ListOptions{State: wire.State(state), Filter: flt, Sort: inspect.Sort(sort), Desc: desc, Limit: 5, After: after})
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) {
 			if after != "" && strings.HasPrefix(pgErr.Code, "22") {
 				return // a forged cursor's key fails its cast: a data error, still only a parameter
 			}
 			t.Fatalf("List(state %q, sort %q, %+v): database error %s: %v", state, sort, flt, pgErr.Code, err)
+		}
+		if err != nil && !errors.Is(err, inspect.ErrInvalidRequest) {
+			t.Fatalf("List(state %q, sort %q, %+v): %v, neither a result nor ErrInvalidRequest", state, sort, flt, err)
 		}
 	})
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/outboxtop/outboxtop/internal/sqltemplate"
 )
 
 // ArchiveOlderThan moves events published more than age ago to the archive, batch
@@ -18,12 +18,31 @@ func (i *Inspector) ArchiveOlderThan(ctx context.Context, age time.Duration, bat
 	if age <= 0 {
 		return 0, fmt.Errorf("archive age must be positive")
 	}
-	var res Result
-	err := i.archiveBatches(ctx, Request{Action: Archive, Filter: Filter{OlderThan: age}, BatchSize: batch}, &res)
-	if err != nil {
-		return res.Rows, fmt.Errorf("archiving published events: %w", err)
+	if batch <= 0 {
+		batch = 1000
 	}
-	return res.Rows, nil
+	total, err := i.housekeep(ctx, "outboxtop_archive_published", age, batch)
+	if err != nil {
+		return total, fmt.Errorf("archiving published events: %w", err)
+	}
+	return total, nil
+}
+
+// housekeep calls one of the schema's housekeeping functions (migration 008) until
+// a batch comes back short. Each call is its own transaction.
+func (i *Inspector) housekeep(ctx context.Context, fn string, age time.Duration, batch int) (int64, error) {
+	var total int64
+	q := `SELECT ` + sqltemplate.Name(i.schema, fn) + `($1::interval, $2)`
+	for {
+		var n int64
+		if err := i.pool.QueryRow(ctx, q, interval(age), batch).Scan(&n); err != nil {
+			return total, err
+		}
+		total += n
+		if n < int64(batch) {
+			return total, nil
+		}
+	}
 }
 
 // DeleteArchivedOlderThan deletes archived events archived more than age ago, batch
@@ -40,23 +59,9 @@ func (i *Inspector) DeleteArchivedOlderThan(ctx context.Context, age time.Durati
 	if batch <= 0 {
 		batch = 1000
 	}
-	var total int64
-	for {
-		var n int64
-		err := pgx.BeginFunc(ctx, i.pool, func(tx pgx.Tx) error {
-			tag, err := tx.Exec(ctx, `DELETE FROM `+i.archive+` WHERE event_id IN (
-					SELECT event_id FROM `+i.archive+`
-					WHERE archived_at <= now() - $1::interval AND published_at IS NOT NULL
-					ORDER BY archived_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, interval(age), batch)
-			n = tag.RowsAffected()
-			return err
-		})
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("deleting archived events: %w", err)
-		}
-		if n < int64(batch) {
-			return total, nil
-		}
+	total, err := i.housekeep(ctx, "outboxtop_delete_archived", age, batch)
+	if err != nil {
+		return total, fmt.Errorf("deleting archived events: %w", err)
 	}
+	return total, nil
 }

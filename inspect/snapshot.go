@@ -10,7 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outboxtop/outboxtop/internal/eventstate"
+	"github.com/outboxtop/outboxtop/internal/sqltemplate"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // Snapshot is the Overview: everything on-call asks first, read in one
@@ -32,9 +33,23 @@ type Snapshot struct {
 	// now() − max(created_at, available_at) (0 when none). High with a low
 	// OldestPendingAge means the relay is not keeping up or not running.
 	OldestReadyAge Age `json:"oldest_ready_age_seconds"`
+	// OldestPublishableAge is how long the longest-waiting ready event that does not
+	// wait behind a blocker has been claimable: the relay's lag, which a poison event
+	// does not inflate (0 when none). OldestPublishableApprox: the rows read held no
+	// such event; more lie past them, so the true age is unknown (at least this one).
+	OldestPublishableAge    Age  `json:"oldest_publishable_age_seconds"`
+	OldestPublishableApprox bool `json:"oldest_publishable_approx,omitempty"`
+	// Partial: the table was too big to read every unpublished row; the counts marked
+	// in Counts.Approx are estimates, ByEventType and Attempts cover the rows read,
+	// and the failed groups the newest FailedGroupsOf failures.
+	Partial        bool  `json:"partial,omitempty"`
+	FailedGroupsOf int64 `json:"failed_groups_of,omitempty"`
 	// NextScheduledAt is the earliest available_at of scheduled events (nil: none).
 	NextScheduledAt *time.Time      `json:"next_scheduled_at"`
 	Published       PublishedRecent `json:"published_recent"`
+	// Inserted is the last seq handed out (events ever added, plus rolled-back
+	// inserts); two snapshots give the incoming rate. Nil when unreadable.
+	Inserted *int64 `json:"inserted,omitempty"`
 	// FailedByType and FailedByError are the largest groups of failed events, at
 	// most TopN each, largest first. Errors are grouped by their first 200 characters.
 	FailedByType  []Group `json:"failed_by_event_type"`
@@ -52,10 +67,14 @@ type Snapshot struct {
 // TopN bounds the grouped lists of a Snapshot.
 const TopN = 10
 
-// Counts are the events per state. Pending = Ready + Scheduled. Published and
-// Archived may be estimates on a big table.
+// Counts are the events per state. Pending = Ready + Scheduled. On a big table
+// some are estimates: Approx says which (Published and Archived carry their own).
 type Counts struct {
-	Ready     int64 `json:"ready"`
+	Ready int64 `json:"ready"`
+	// Waiting are the ready events behind an earlier failed or scheduled event of
+	// their aggregate: the ordered claim leaves them until it goes. Ready − Waiting
+	// is what the relay can publish now.
+	Waiting   int64 `json:"waiting"`
 	Scheduled int64 `json:"scheduled"`
 	Pending   int64 `json:"pending"`
 	Leased    int64 `json:"leased"`
@@ -63,7 +82,18 @@ type Counts struct {
 	Published Count `json:"published"`
 	Archived  Count `json:"archived"`
 	// Skipped are archived events that were never published (skip).
-	Skipped int64 `json:"skipped"`
+	Skipped int64  `json:"skipped"`
+	Approx  Approx `json:"approx"`
+}
+
+// Approx marks the counts of a Counts that are estimates.
+type Approx struct {
+	Ready     bool `json:"ready,omitempty"`
+	Waiting   bool `json:"waiting,omitempty"`
+	Scheduled bool `json:"scheduled,omitempty"`
+	Pending   bool `json:"pending,omitempty"`
+	Leased    bool `json:"leased,omitempty"`
+	Failed    bool `json:"failed,omitempty"`
 }
 
 // PublishedRecent is publishing throughput from published_at. Each window is exact
@@ -73,8 +103,13 @@ type PublishedRecent struct {
 	Last1m Count `json:"last_1m"`
 	Last5m Count `json:"last_5m"`
 	Last1h Count `json:"last_1h"`
-	// RatePerSecond is Last1m / 60.
+	// Last10s is exact (the window is short).
+	Last10s int64 `json:"last_10s"`
+	// RatePerSecond is Last1m / 60: it lags a change by a minute.
 	RatePerSecond float64 `json:"rate_per_second"`
+	// CurrentPerSecond is Last10s / 10 (over the history when it is shorter): it
+	// reaches 0 within 10 s of publishing stopping.
+	CurrentPerSecond float64 `json:"current_per_second"`
 }
 
 // Group is a count of failed events sharing a key (an event_type or a last_error).
@@ -112,7 +147,9 @@ type TypeCounts struct {
 type Blocked struct {
 	// Count is the number of blocked aggregates; Aggregates lists the BlockedLimit
 	// longest-blocked ones (oldest blocking event first).
-	Count      int64              `json:"count"`
+	Count int64 `json:"count"`
+	// Estimate: past blockedCap blocking events of a kind, Count is estimated.
+	Estimate   bool               `json:"estimate,omitempty"`
 	Aggregates []BlockedAggregate `json:"aggregates"`
 }
 
@@ -205,7 +242,6 @@ func (i *Inspector) Snapshot(ctx context.Context) (Snapshot, error) {
 	}{
 		{"unpublished counts", i.snapUnpublished},
 		{"published counts", i.snapPublished},
-		{"failed groups", i.snapFailed},
 		{"blocked aggregates", i.snapBlocked},
 		{"inbox", i.snapInbox},
 		{"table health", i.snapHealth},
@@ -218,10 +254,30 @@ func (i *Inspector) Snapshot(ctx context.Context) (Snapshot, error) {
 	return s, nil
 }
 
-// snapUnpublished: one pass over the unpublished rows (the partial indexes on
-// published_at IS NULL). Each row's state and attempts bucket are computed once and
-// the rows grouped by (event_type, state, bucket); the few groups are summed here.
-func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
+// Bounds on the rows a Snapshot reads one by one (see the package doc's "Cost on a
+// big table"). Below them every count is exact; past them the counts are estimates,
+// marked in Counts.Approx, and the breakdowns cover the rows read (Partial).
+const (
+	// passCap: unpublished, not failed rows read in seq order (the relay's order).
+	passCap = 5_000
+	// failedCap: failed rows read, newest failure first; also the cap on counting
+	// scheduled rows past the pass.
+	failedCap = 1_000
+	// readySample: ready rows read to estimate how many wait behind a blocker when
+	// the pass did not reach them.
+	readySample = 500
+)
+
+// waitingSQL is true for a row (alias h) that has an earlier unpublished event of its
+// aggregate that is failed or scheduled: the ordered claim will not take it yet.
+func (i *Inspector) waitingSQL(h string) string {
+	return `EXISTS (SELECT 1 FROM ` + i.outbox + ` p
+		WHERE p.published_at IS NULL AND p.aggregate_type = ` + h + `.aggregate_type
+		AND p.aggregate_id = ` + h + `.aggregate_id AND p.seq < ` + h + `.seq
+		AND (p.failed_at IS NOT NULL OR (p.available_at > now() AND (p.lease_until IS NULL OR p.lease_until <= now()))))`
+}
+
+func attemptsBucketSQL() string {
 	bucket := "CASE"
 	for k, b := range attemptBuckets {
 		if b.Max >= 0 {
@@ -230,33 +286,52 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot)
 			bucket += fmt.Sprintf(" ELSE %d END", k)
 		}
 	}
+	return bucket
+}
+
+// snapUnpublished reads the unpublished rows that are not failed in the relay's
+// order (outbox_claim_seq_idx), at most passCap of them, computing each row's state,
+// attempts bucket and whether it waits behind a blocker; failed rows are read by
+// snapFailed. With more rows than the pass reads, the counts past it are estimated.
+func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
 	rows, err := tx.Query(ctx, `SELECT now(), event_type, state, bucket, count(*), count(*) FILTER (WHERE expired),
 			coalesce(extract(epoch from now() - min(created_at)), 0)::float8,
 			coalesce(extract(epoch from now() - min(greatest(created_at, available_at))), 0)::float8,
-			min(available_at)
-		FROM (SELECT event_type, created_at, available_at, `+stateCase+` AS state, `+bucket+` AS bucket,
-				lease_token IS NOT NULL AND lease_until <= now() AS expired
-			FROM `+i.outbox+` WHERE published_at IS NULL
+			min(available_at),
+			count(*) FILTER (WHERE waiting),
+			extract(epoch from now() - min(greatest(created_at, available_at)) FILTER (WHERE NOT waiting))::float8,
+			max(seq)
+		FROM (SELECT h.*, h.state = 'ready' AND `+i.waitingSQL("h")+` AS waiting
+			FROM (SELECT seq, event_type, aggregate_type, aggregate_id, created_at, available_at,
+					`+stateCase+` AS state, `+attemptsBucketSQL()+` AS bucket,
+					lease_token IS NOT NULL AND lease_until <= now() AS expired
+				FROM `+i.outbox+` WHERE published_at IS NULL AND failed_at IS NULL
+				ORDER BY seq LIMIT $1) h
 			-- OFFSET 0 keeps the subquery from being flattened, so the state is
-			-- computed once per row; flattened, the planner cannot estimate the
-			-- few groups and sorts 100,000 rows to disk instead of hashing.
+			-- computed once per row and the few groups are hashed.
 			OFFSET 0) u
-		GROUP BY event_type, state, bucket`)
+		GROUP BY event_type, state, bucket`, passCap+1)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	s.Attempts = append([]AttemptsBucket(nil), attemptBuckets...)
 	byType := map[string]*TypeCounts{}
+	var read, readySeen, lastSeq int64
+	publishableAge := -1.0
 	for rows.Next() {
 		var eventType, state string
 		var bucket int
-		var n, expired int64
+		var n, expired, waiting int64
 		var createdAge, readyAge float64
+		var pubAge *float64
 		var minAvailable time.Time
-		if err := rows.Scan(&s.TakenAt, &eventType, &state, &bucket, &n, &expired, &createdAge, &readyAge, &minAvailable); err != nil {
+		var maxSeq int64
+		if err := rows.Scan(&s.TakenAt, &eventType, &state, &bucket, &n, &expired, &createdAge, &readyAge, &minAvailable, &waiting, &pubAge, &maxSeq); err != nil {
 			return err
 		}
+		read += n
+		lastSeq = max(lastSeq, maxSeq)
 		t := byType[eventType]
 		if t == nil {
 			t = &TypeCounts{EventType: eventType}
@@ -264,26 +339,35 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot)
 		}
 		s.Attempts[bucket].Count += n
 		s.ExpiredLeases += expired
-		switch eventstate.State(state) {
-		case eventstate.Ready:
+		switch wire.State(state) {
+		case wire.Ready:
 			t.Ready += n
+			readySeen += n
+			s.Counts.Waiting += waiting
 			s.OldestReadyAge = max(s.OldestReadyAge, seconds(readyAge))
-		case eventstate.Scheduled:
+			if pubAge != nil {
+				publishableAge = max(publishableAge, *pubAge)
+			}
+		case wire.Scheduled:
 			t.Scheduled += n
 			if s.NextScheduledAt == nil || minAvailable.Before(*s.NextScheduledAt) {
 				s.NextScheduledAt = &minAvailable
 			}
-		case eventstate.Leased:
+		case wire.Leased:
 			t.Leased += n
-		case eventstate.Failed:
-			t.Failed += n
 		}
-		if state == string(eventstate.Ready) || state == string(eventstate.Scheduled) {
+		if state == string(wire.Ready) || state == string(wire.Scheduled) {
 			t.OldestPendingAge = max(t.OldestPendingAge, seconds(createdAge))
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return err
+	}
+	if publishableAge >= 0 {
+		s.OldestPublishableAge = seconds(publishableAge)
+	}
+	if err := i.snapFailed(ctx, tx, s, byType); err != nil {
+		return fmt.Errorf("failed events: %w", err)
 	}
 	s.ByEventType = make([]TypeCounts, 0, len(byType))
 	for _, t := range byType {
@@ -291,7 +375,6 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot)
 		s.Counts.Ready += t.Ready
 		s.Counts.Scheduled += t.Scheduled
 		s.Counts.Leased += t.Leased
-		s.Counts.Failed += t.Failed
 		s.OldestPendingAge = max(s.OldestPendingAge, t.OldestPendingAge)
 	}
 	slices.SortFunc(s.ByEventType, func(a, b TypeCounts) int {
@@ -301,10 +384,86 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot)
 		}
 		return strings.Compare(a.EventType, b.EventType)
 	})
+	if read > passCap {
+		s.Partial = true
+		if err := i.estimatePastPass(ctx, tx, s, readySeen, lastSeq, publishableAge >= 0); err != nil {
+			return fmt.Errorf("estimating: %w", err)
+		}
+	}
 	s.Counts.Pending = s.Counts.Ready + s.Counts.Scheduled
+	s.Counts.Approx.Pending = s.Counts.Approx.Ready || s.Counts.Approx.Scheduled
 	if s.TakenAt.IsZero() {
 		return tx.QueryRow(ctx, "SELECT now()").Scan(&s.TakenAt)
 	}
+	return nil
+}
+
+// estimatePastPass completes the counts when the pass stopped at passCap rows:
+// scheduled is counted (capped) on its own index range, the total from the
+// planner's statistics, ready is the rest, and the share of ready events that wait
+// behind a blocker comes from the ready rows read. Every estimate is at least the
+// exact number of rows seen, and marked.
+func (i *Inspector) estimatePastPass(ctx context.Context, tx pgx.Tx, s *Snapshot, readySeen, lastSeq int64, sawPublishable bool) error {
+	c := &s.Counts
+	// The planner multiplies the selectivities of failed_at IS NULL and the other
+	// conditions as if independent, which they are not (a scheduled row is never
+	// failed): the entries of the partial index on exactly these rows, as of the
+	// last vacuum or analyze, are nearer the truth.
+	total, err := i.indexRows(ctx, tx, "outbox_claim_seq_idx", "SELECT 1 FROM "+i.outbox+" WHERE published_at IS NULL AND failed_at IS NULL")
+	if err != nil {
+		return err
+	}
+	total = max(total, passCap+1)
+	var n int64
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+i.outbox+` WHERE `+wire.ScheduledSQL+`
+		ORDER BY available_at LIMIT $1) s`, failedCap+1).Scan(&n); err != nil {
+		return err
+	}
+	if n > failedCap {
+		// Failed rows rarely have a future available_at: leave the condition out.
+		n, err = planRows(ctx, tx, "SELECT 1 FROM "+i.outbox+" WHERE published_at IS NULL AND available_at > now()")
+		if err != nil {
+			return err
+		}
+		n = max(n, failedCap+1)
+		c.Approx.Scheduled = true
+	}
+	c.Scheduled = max(c.Scheduled, n)
+	// Leased rows are claimed in seq order, so the pass's head holds them unless
+	// blockers or retries fill it; past it they are not counted.
+	c.Approx.Leased = true
+	ready := max(total-c.Scheduled-c.Leased, c.Ready)
+	if ready > c.Ready {
+		c.Approx.Ready = true
+	}
+	// The ready rows past the pass: the share of them that waits comes from the
+	// newest ready rows (by seq, read backwards from the end of the relay's order;
+	// the pass's, at its head, are the least likely to wait). The pass's own count
+	// is exact and kept.
+	if c.Approx.Ready || !sawPublishable {
+		var seen, waiting int64
+		var pubAge *float64
+		err := tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE waiting),
+				extract(epoch from now() - min(greatest(created_at, available_at)) FILTER (WHERE NOT waiting))::float8
+			FROM (SELECT h.created_at, h.available_at, `+i.waitingSQL("h")+` AS waiting
+				FROM `+i.outbox+` h WHERE `+wire.ReadySQL+` AND seq > $2
+				ORDER BY seq DESC LIMIT $1 OFFSET 0) r`, readySample, lastSeq).Scan(&seen, &waiting, &pubAge)
+		if err != nil {
+			return err
+		}
+		if !sawPublishable && pubAge != nil {
+			s.OldestPublishableAge = seconds(*pubAge)
+		}
+		if c.Approx.Ready && seen > 0 {
+			c.Waiting += int64(float64(ready-readySeen)*float64(waiting)/float64(seen) + 0.5)
+			c.Approx.Waiting = true
+		}
+	}
+	c.Ready = ready
+	// Found only among the newest ready rows (or not at all), the oldest
+	// publishable event may be older: its age is a lower bound. Found in the pass,
+	// it is the oldest: rows past the pass were added later.
+	s.OldestPublishableApprox = !sawPublishable
 	return nil
 }
 
@@ -314,7 +473,7 @@ func seconds(f float64) Age { return Age(time.Duration(f * float64(time.Second))
 // publishedWindowCap rows of the published_at index.
 func (i *Inspector) snapPublished(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
 	var err error
-	s.Counts.Published, err = countCapped(ctx, tx, "SELECT 1 FROM "+i.outbox+" WHERE "+eventstate.PublishedSQL, totalExactCap)
+	s.Counts.Published, err = countCapped(ctx, tx, "SELECT 1 FROM "+i.outbox+" WHERE "+wire.PublishedSQL, totalExactCap)
 	if err != nil {
 		return err
 	}
@@ -325,98 +484,212 @@ func (i *Inspector) snapPublished(ctx context.Context, tx pgx.Tx, s *Snapshot) e
 	if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+i.archive+" WHERE published_at IS NULL").Scan(&s.Counts.Skipped); err != nil {
 		return err
 	}
-	// The newest rows within the hour, newest first; n < cap means the windows are exact.
-	var n, n1m, n5m int64
+	// The newest rows within the hour, newest first; n < cap means the windows are
+	// exact. history is how far back publishing goes at all: a window longer than
+	// the history is extrapolated over the history only.
+	var n, n10s, n1m, n5m int64
 	var span float64
+	var history *float64
 	err = tx.QueryRow(ctx, `SELECT count(*),
+			count(*) FILTER (WHERE published_at > now() - interval '10 seconds'),
 			count(*) FILTER (WHERE published_at > now() - interval '1 minute'),
 			count(*) FILTER (WHERE published_at > now() - interval '5 minutes'),
-			coalesce(extract(epoch from now() - min(published_at)), 0)::float8
+			coalesce(extract(epoch from now() - min(published_at)), 0)::float8,
+			(SELECT extract(epoch from now() - min(published_at))::float8 FROM `+i.outbox+` WHERE published_at IS NOT NULL)
 		FROM (SELECT published_at FROM `+i.outbox+`
 			WHERE published_at IS NOT NULL AND published_at > now() - interval '1 hour'
-			ORDER BY published_at DESC LIMIT $1) newest`, publishedWindowCap).Scan(&n, &n1m, &n5m, &span)
+			ORDER BY published_at DESC LIMIT $1) newest`, publishedWindowCap).Scan(&n, &n10s, &n1m, &n5m, &span, &history)
 	if err != nil {
 		return err
 	}
-	window := func(inWindow int64, w float64) Count {
-		if n < publishedWindowCap || span >= w {
-			return Count{Value: inWindow}
-		}
-		// The cap was reached inside the window: extrapolate the newest rows' rate.
-		if span <= 0 {
-			span = 1e-3
-		}
-		return Count{Value: int64(float64(n) / span * w), Estimate: true}
-	}
-	s.Published.Last1m = window(n1m, 60)
-	s.Published.Last5m = window(n5m, 300)
-	s.Published.Last1h = window(n, 3600)
+	s.Published.Last10s = n10s
+	s.Published.Last1m = extrapolate(n, span, n1m, 60, history)
+	s.Published.Last5m = extrapolate(n, span, n5m, 300, history)
+	s.Published.Last1h = extrapolate(n, span, n, 3600, history)
 	s.Published.RatePerSecond = float64(s.Published.Last1m.Value) / 60
-	return nil
-}
-
-func (i *Inspector) snapFailed(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
-	var err error
-	s.FailedByType, err = groups(ctx, tx, `SELECT event_type, count(*) FROM `+i.outbox+`
-		WHERE `+eventstate.FailedSQL+` GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $1`)
-	if err != nil {
-		return err
+	// Over the last 10 s, or over the history when publishing began more recently
+	// (a just-started relay would otherwise read a fraction of its rate).
+	window := 10.0
+	if history != nil && *history < window {
+		window = max(*history, 1)
 	}
-	s.FailedByError, err = groups(ctx, tx, `SELECT left(coalesce(last_error, ''), 200), count(*) FROM `+i.outbox+`
-		WHERE `+eventstate.FailedSQL+` GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $1`)
+	s.Published.CurrentPerSecond = float64(n10s) / window
+	// The events ever inserted: the seq identity's last value (NULL without the
+	// privilege to read it, or before the first insert). The console's incoming rate.
+	err = tx.QueryRow(ctx, `SELECT last_value FROM pg_sequences
+		WHERE (schemaname, sequencename) = (SELECT n.nspname, c.relname FROM pg_class c
+			JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE c.oid = pg_get_serial_sequence($1, 'seq')::regclass)`, i.outbox).Scan(&s.Inserted)
+	if err == pgx.ErrNoRows {
+		return nil // no identity behind seq: the console derives the rate otherwise
+	}
 	return err
 }
 
-func groups(ctx context.Context, tx pgx.Tx, q string) ([]Group, error) {
-	rows, err := tx.Query(ctx, q, TopN)
+// extrapolate is the count for a window of w seconds: exact (inWindow) unless the
+// newest n rows read (capped) span less than the window; then the newest rows' rate
+// over the part of the window that has history, never below the n rows counted.
+func extrapolate(n int64, span float64, inWindow int64, w float64, history *float64) Count {
+	if n < publishedWindowCap || span >= w {
+		return Count{Value: inWindow}
+	}
+	covered := w
+	if history != nil && *history < w {
+		covered = *history
+	}
+	span = max(span, 1e-3)
+	return Count{Value: max(int64(float64(n)/span*covered), n), Estimate: true}
+}
+
+// indexRows is the number of entries of a partial index as of the last vacuum or
+// analyze (pg_class.reltuples), else the planner's estimate of query.
+func (i *Inspector) indexRows(ctx context.Context, tx pgx.Tx, index, query string) (int64, error) {
+	var n *float64
+	err := tx.QueryRow(ctx, `SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass($1) AND reltuples >= 0`,
+		sqltemplate.Name(i.schema, index)).Scan(&n)
+	if err != nil && err != pgx.ErrNoRows {
+		return 0, err
+	}
+	if n != nil {
+		return int64(*n), nil
+	}
+	return planRows(ctx, tx, query)
+}
+
+// snapFailed counts the failed events and groups them by type, error and attempts:
+// all of them up to failedCap, else the newest failedCap failures (outbox_failed_idx
+// backwards) and the total from the statistics, marked.
+func (i *Inspector) snapFailed(ctx context.Context, tx pgx.Tx, s *Snapshot, byType map[string]*TypeCounts) error {
+	newest := `(SELECT event_type, attempts, last_error FROM ` + i.outbox + ` WHERE ` + wire.FailedSQL + `
+		ORDER BY failed_at DESC, seq DESC LIMIT ` + fmt.Sprint(failedCap+1) + `) f`
+	// One read of the rows, grouped finely; the groups are summed three ways here.
+	rows, err := tx.Query(ctx, `SELECT event_type, `+attemptsBucketSQL()+`, left(coalesce(last_error, ''), 200), count(*)
+		FROM `+newest+` GROUP BY 1, 2, 3`)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	g, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Group])
-	if g == nil {
-		g = []Group{}
+	var read int64
+	byError := map[string]int64{}
+	for rows.Next() {
+		var eventType, lastError string
+		var bucket int
+		var n int64
+		if err := rows.Scan(&eventType, &bucket, &lastError, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		read += n
+		t := byType[eventType]
+		if t == nil {
+			t = &TypeCounts{EventType: eventType}
+			byType[eventType] = t
+		}
+		t.Failed += n
+		s.Attempts[bucket].Count += n
+		byError[lastError] += n
 	}
-	return g, err
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	s.Counts.Failed = read
+	if read > failedCap {
+		s.Partial = true
+		s.FailedGroupsOf = read
+		est, err := i.indexRows(ctx, tx, "outbox_failed_idx", "SELECT 1 FROM "+i.outbox+" WHERE "+wire.FailedSQL)
+		if err != nil {
+			return err
+		}
+		s.Counts.Failed, s.Counts.Approx.Failed = max(est, read), true
+	}
+	s.FailedByType = []Group{}
+	for _, t := range byType {
+		if t.Failed > 0 {
+			s.FailedByType = append(s.FailedByType, Group{Key: t.EventType, Count: t.Failed})
+		}
+	}
+	s.FailedByError = []Group{}
+	for k, n := range byError {
+		s.FailedByError = append(s.FailedByError, Group{Key: k, Count: n})
+	}
+	s.FailedByType, s.FailedByError = topGroups(s.FailedByType), topGroups(s.FailedByError)
+	return nil
+}
+
+// topGroups sorts groups largest first (ties by key) and keeps TopN.
+func topGroups(g []Group) []Group {
+	slices.SortFunc(g, func(a, b Group) int {
+		if a.Count != b.Count {
+			return cmp.Compare(b.Count, a.Count)
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return g[:min(len(g), TopN)]
 }
 
 // blockerSQL selects the events that block their aggregate: failed or scheduled, with
 // no earlier unpublished event of the same aggregate (outbox_aggregate_idx).
-func (i *Inspector) blockerSQL() string {
-	return `(` + eventstate.FailedSQL + ` OR ` + eventstate.ScheduledSQL + `)
-		AND NOT EXISTS (SELECT 1 FROM ` + i.outbox + ` p
-			WHERE p.published_at IS NULL AND p.aggregate_type = ` + i.outbox + `.aggregate_type
-			AND p.aggregate_id = ` + i.outbox + `.aggregate_id AND p.seq < ` + i.outbox + `.seq)`
-}
+func (i *Inspector) blockerSQL() string { return wire.BlockerSQL(i.outbox, i.outbox) }
+
+// blockedCap bounds the blocking events found per kind (failed, scheduled) when
+// counting blocked aggregates; past it the count is an estimate.
+const blockedCap = 250
 
 func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
-	// One pass finds the blocking events; the oldest few are read back in full. With
-	// none blocked there are no rows and the count stays 0.
-	rows, err := tx.Query(ctx, `WITH heads AS MATERIALIZED (
-			SELECT event_id, seq FROM `+i.outbox+` WHERE `+i.blockerSQL()+`
+	// The blocking events of each kind, found along that kind's own index (failed:
+	// oldest failure first; scheduled: soonest retry first), each bounded; the
+	// BlockedLimit oldest by seq among them are read back in full.
+	rows, err := tx.Query(ctx, `WITH failed AS MATERIALIZED (
+			SELECT event_id, seq FROM `+i.outbox+` WHERE `+wire.FailedSQL+` AND `+i.firstSQL()+`
+			ORDER BY failed_at, seq LIMIT $2
+		), scheduled AS MATERIALIZED (
+			SELECT event_id, seq FROM `+i.outbox+` WHERE `+wire.ScheduledSQL+` AND `+i.firstSQL()+`
+			ORDER BY available_at LIMIT $2
+		), heads AS (
+			SELECT * FROM failed UNION ALL SELECT * FROM scheduled
 		), top AS (
 			SELECT event_id FROM heads ORDER BY seq LIMIT $1
 		)
 		SELECT `+eventColumns(false, false)+`,
 			(SELECT count(*) FROM `+i.outbox+` w WHERE w.published_at IS NULL
 				AND w.aggregate_type = e.aggregate_type AND w.aggregate_id = e.aggregate_id AND w.seq > e.seq),
-			(SELECT count(*) FROM heads)
+			(SELECT count(*) FROM failed), (SELECT count(*) FROM scheduled)
 		FROM top JOIN `+i.outbox+` e USING (event_id)
-		ORDER BY e.seq`, BlockedLimit)
+		ORDER BY e.seq`, BlockedLimit, blockedCap+1)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	s.Blocked.Aggregates = []BlockedAggregate{}
+	var nFailed, nScheduled int64
 	for rows.Next() {
 		var b BlockedAggregate
-		if b.Blocker, err = scanEvent(rowWithInt{rowWithInt{rows, &s.Blocked.Count}, &b.Waiting}); err != nil {
+		if b.Blocker, err = scanEvent(rowWithInt{rowWithInt{rowWithInt{rows, &nScheduled}, &nFailed}, &b.Waiting}); err != nil {
 			return err
 		}
 		b.AggregateType, b.AggregateID = b.Blocker.AggregateType, b.Blocker.AggregateID
 		s.Blocked.Aggregates = append(s.Blocked.Aggregates, b)
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	s.Blocked.Count = nFailed + nScheduled
+	if nFailed > blockedCap || nScheduled > blockedCap {
+		// Aggregates with a failed or scheduled event, by the planner's statistics:
+		// an upper bound of the blocked ones in the usual case (the first such
+		// event heads its aggregate), never below those found.
+		est, err := planRows(ctx, tx, `SELECT DISTINCT aggregate_type, aggregate_id FROM `+i.outbox+`
+			WHERE published_at IS NULL AND (failed_at IS NOT NULL OR available_at > now())`)
+		if err != nil {
+			return err
+		}
+		s.Blocked.Count, s.Blocked.Estimate = max(est, s.Blocked.Count), true
+	}
+	return nil
 }
+
+// firstSQL: the row has no earlier unpublished event of its aggregate (it heads it).
+func (i *Inspector) firstSQL() string { return wire.HeadSQL(i.outbox, i.outbox) }
 
 type rowWithInt struct {
 	r interface{ Scan(...any) error }
@@ -447,6 +720,8 @@ func (i *Inspector) snapInbox(ctx context.Context, tx pgx.Tx, s *Snapshot) error
 		if err != nil {
 			return err
 		}
+		// The planner's estimate lags: never show fewer than the exact recent count.
+		s.Inbox[k].Total.Value = max(s.Inbox[k].Total.Value, s.Inbox[k].Last5m)
 	}
 	if s.Inbox == nil {
 		s.Inbox = []Consumer{}
@@ -477,7 +752,11 @@ func (i *Inspector) snapHealth(ctx context.Context, tx pgx.Tx, s *Snapshot) erro
 			SELECT 'session' AS kind, pid, coalesce(usename, '') || ' ' || coalesce(application_name, '') AS name,
 				coalesce(state, '') AS state, age(backend_xmin)::bigint AS xmin_age,
 				coalesce(extract(epoch from now() - xact_start), 0)::float8 AS secs, left(coalesce(query, ''), 200) AS query
+			-- Not this session, nor one whose transaction began after this snapshot's
+			-- (another connection of this process, most likely): it holds back
+			-- nothing older than this snapshot does, and its age would read negative.
 			FROM pg_stat_activity WHERE backend_xmin IS NOT NULL AND pid <> pg_backend_pid()
+				AND (xact_start IS NULL OR xact_start < now())
 			UNION ALL
 			SELECT 'prepared transaction', 0, gid, '', age(transaction)::bigint,
 				extract(epoch from now() - prepared)::float8, ''

@@ -34,8 +34,13 @@ func TestSnapshotCountsEveryState(t *testing.T) {
 		Published: inspect.Count{Value: 3}, Archived: inspect.Count{Value: 1}}
 	// the two events behind the failed one are ready too
 	want.Ready, want.Pending = 6, 7
+	// of which three wait behind an earlier failed or scheduled event
+	want.Waiting = 3
 	if c != want {
 		t.Fatalf("counts\n got %+v\nwant %+v", c, want)
+	}
+	if s.Inserted == nil || *s.Inserted < 13 {
+		t.Errorf("inserted %v, want the seq identity's last value", s.Inserted)
 	}
 	if s.ExpiredLeases != 1 {
 		t.Errorf("expired leases %d, want 1", s.ExpiredLeases)
@@ -48,6 +53,14 @@ func TestSnapshotCountsEveryState(t *testing.T) {
 	// available only now).
 	if d := s.OldestReadyAge.Duration(); d < 10*time.Minute || d > 11*time.Minute {
 		t.Errorf("oldest ready age %v, want ~10m", d)
+	}
+	// oldest publishable: r1 as well; the events behind the failed one were created
+	// earlier but wait, and do not count as the relay's lag.
+	if d := s.OldestPublishableAge.Duration(); d < 10*time.Minute || d > 11*time.Minute || s.OldestPublishableApprox {
+		t.Errorf("oldest publishable age %v (approx %v), want ~10m", d, s.OldestPublishableApprox)
+	}
+	if s.Partial || s.Counts.Approx != (inspect.Approx{}) || s.Blocked.Estimate {
+		t.Errorf("a small outbox is counted exactly: partial %v approx %+v blocked %v", s.Partial, s.Counts.Approx, s.Blocked.Estimate)
 	}
 	if s.NextScheduledAt == nil || s.NextScheduledAt.Sub(s.TakenAt) < 9*time.Minute {
 		t.Errorf("next scheduled %v (taken %v)", s.NextScheduledAt, s.TakenAt)
@@ -106,5 +119,95 @@ func TestSnapshotCountsEveryState(t *testing.T) {
 	}
 	if _, err := json.Marshal(s); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSnapshotPastTheCaps: an outbox bigger than the rows a snapshot reads one by one
+// (12,000 ready, 3,000 failed in 3,000 aggregates each with one ready
+// event waiting behind it, 2,500 scheduled) gives estimates that are marked, never
+// below what was counted exactly, and consistent with each other.
+func TestSnapshotPastTheCaps(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, q := range []string{
+		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at, failed_at, last_error, attempts)
+		SELECT gen_random_uuid(), 'order', 'f-' || g, 'OrderPlaced', '{}', now() - interval '1 hour', now() - interval '1 hour',
+			now() - interval '30 minutes' + g * interval '1 millisecond', 'poison ' || (g % 3), 10
+		FROM generate_series(1, 3000) g`,
+		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at, attempts)
+		SELECT gen_random_uuid(), 'order', 's-' || g, 'OrderPlaced', '{}', now() - interval '50 minutes', now() + interval '1 hour', 3
+		FROM generate_series(1, 2500) g`,
+		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at)
+		SELECT gen_random_uuid(), 'order', CASE WHEN g <= 3000 THEN 'f-' || g ELSE 'r-' || g END, 'OrderPaid', '{}',
+			now() - interval '40 minutes', now() - interval '40 minutes'
+		FROM generate_series(1, 12000) g`,
+		`VACUUM ANALYZE outbox_event`,
+	} {
+		if _, err := b.pool.Exec(b.ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := b.in.Snapshot(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Counts
+	if !s.Partial || !c.Approx.Failed || !c.Approx.Ready || !c.Approx.Pending || !c.Approx.Scheduled {
+		t.Fatalf("estimates not marked: partial %v approx %+v", s.Partial, c.Approx)
+	}
+	near := func(what string, got, want int64) {
+		t.Helper()
+		if got < want*8/10 || got > want*12/10 {
+			t.Errorf("%s %d, want about %d", what, got, want)
+		}
+	}
+	near("failed", c.Failed, 3000)
+	near("scheduled", c.Scheduled, 2500)
+	near("ready", c.Ready, 12000)
+	if c.Failed < 1001 || c.Scheduled < 1001 || c.Pending != c.Ready+c.Scheduled || c.Waiting > c.Ready {
+		t.Errorf("estimates below what was counted, or inconsistent: %+v", c)
+	}
+	// 3,000 ready events wait, one behind each failed event: 2,500 of them in the
+	// pass (exact), the rest estimated from the newest ready rows past it.
+	near("waiting", c.Waiting, 3000)
+	if !c.Approx.Waiting || c.Waiting < 2500 {
+		t.Errorf("waiting %d (approx %v): below the 2,500 counted", c.Waiting, c.Approx.Waiting)
+	}
+	if s.FailedGroupsOf != 1001 || len(s.FailedByError) != 3 || s.FailedByError[0].Count+s.FailedByError[1].Count+s.FailedByError[2].Count != 1001 {
+		t.Errorf("failed groups of %d: %+v", s.FailedGroupsOf, s.FailedByError)
+	}
+	// 5,500 aggregates are blocked; past 250 per kind the count is estimated, and
+	// the listed ones are the oldest by seq (the failed ones, inserted first).
+	if !s.Blocked.Estimate || s.Blocked.Count < 502 || len(s.Blocked.Aggregates) != inspect.BlockedLimit ||
+		s.Blocked.Aggregates[0].Blocker.State != "failed" || s.Blocked.Aggregates[0].Waiting != 1 {
+		t.Errorf("blocked %d (estimate %v), %d listed, first %+v", s.Blocked.Count, s.Blocked.Estimate, len(s.Blocked.Aggregates), s.Blocked.Aggregates[0])
+	}
+	near("blocked", s.Blocked.Count, 5500)
+	// The relay's lag ignores the waiting events: the oldest publishable one is 40
+	// minutes old; the rows read in seq order hold none (the first 5,000 are the
+	// scheduled ones and those waiting), so it comes from the newest ready rows, a
+	// lower bound.
+	if d := s.OldestPublishableAge.Duration(); d < 40*time.Minute || d > 41*time.Minute || !s.OldestPublishableApprox {
+		t.Errorf("oldest publishable %v (approx %v), want ~40m, approx", d, s.OldestPublishableApprox)
+	}
+}
+
+// TestInboxTotalNeverBelowItsLast5m: past the exact cap the total is the planner's
+// estimate, which lags; it is never shown below the exact count of the last 5
+// minutes beside it.
+func TestInboxTotalNeverBelowItsLast5m(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if _, err := b.pool.Exec(b.ctx, `ANALYZE consumed_event;
+		INSERT INTO consumed_event (consumer_name, event_id, consumed_at)
+		SELECT 'billing', gen_random_uuid(), now() - g * interval '10 milliseconds' FROM generate_series(1, 2752) g`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.in.Snapshot(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Inbox) != 1 || s.Inbox[0].Last5m != 2752 || s.Inbox[0].Total.Value < 2752 || !s.Inbox[0].Total.Estimate {
+		t.Errorf("inbox %+v", s.Inbox)
 	}
 }

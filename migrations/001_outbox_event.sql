@@ -18,9 +18,29 @@ CREATE INDEX IF NOT EXISTS outbox_ready_idx
     ON {{.schema}}.outbox_event (available_at, created_at, event_id)
     WHERE published_at IS NULL;
 
--- Additions the design needs. Existing rows get seq in their physical order.
+-- seq: insertion order, which per-aggregate order follows. Rows of an existing
+-- seed table are numbered in the seed's own order (created_at, then event_id), not
+-- in physical order, which the seed relay's updates have shuffled; new rows follow
+-- them. So: add the column plain, number the rows, then make it the identity.
+DO $seq$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                   WHERE attrelid = '{{.schema}}.outbox_event'::regclass AND attname = 'seq' AND NOT attisdropped) THEN
+        ALTER TABLE {{.schema}}.outbox_event ADD COLUMN seq bigint;
+        UPDATE {{.schema}}.outbox_event AS e SET seq = n.rn
+        FROM (SELECT event_id, row_number() OVER (ORDER BY created_at, event_id) AS rn
+              FROM {{.schema}}.outbox_event) AS n
+        WHERE e.event_id = n.event_id;
+        ALTER TABLE {{.schema}}.outbox_event ALTER COLUMN seq SET NOT NULL;
+        ALTER TABLE {{.schema}}.outbox_event ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY;
+        PERFORM setval(pg_get_serial_sequence('{{.schema}}.outbox_event', 'seq'),
+                       coalesce((SELECT max(seq) FROM {{.schema}}.outbox_event), 0) + 1, false);
+    END IF;
+END
+$seq$;
+
+-- The other additions the design needs.
 ALTER TABLE {{.schema}}.outbox_event
-    ADD COLUMN IF NOT EXISTS seq bigint GENERATED ALWAYS AS IDENTITY,
     ADD COLUMN IF NOT EXISTS topic text,
     ADD COLUMN IF NOT EXISTS headers jsonb,
     ADD COLUMN IF NOT EXISTS last_error text,

@@ -14,53 +14,63 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"regexp"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/tern/v2/migrate"
+
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 //go:embed *.sql
 var files embed.FS
 
-// DefaultSchema is the schema used when none is configured.
-const DefaultSchema = "public"
-
 // VersionTable is the table, inside the schema, that records applied migrations.
 const VersionTable = "outboxtop_schema_version"
 
-var schemaName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,62}$`)
-
-// ValidateSchema reports whether name can be used as outboxtop's schema. Names are
-// restricted to plain identifiers so that the NOTIFY channel and log lines stay
-// unambiguous.
-func ValidateSchema(name string) error {
-	if !schemaName.MatchString(name) {
-		return fmt.Errorf("invalid schema name %q: use letters, digits and _ (at most 63, not starting with a digit)", name)
+// Count is the number of migrations embedded in this binary: the schema version
+// this binary works with. An error means the embedded files are misnamed (a
+// build that should never have been released); no schema is then current.
+func Count() (int, error) {
+	names, err := migrate.FindMigrations(files)
+	if err != nil {
+		return 0, fmt.Errorf("reading the embedded migrations: %w", err)
 	}
-	return nil
-}
-
-// Channel is the LISTEN/NOTIFY channel on which inserts into schema's outbox_event
-// are announced.
-func Channel(schema string) string { return "outboxtop_" + schema }
-
-// Count is the number of migrations embedded in this binary.
-func Count() int {
-	names, _ := migrate.FindMigrations(files)
-	return len(names)
+	return len(names), nil
 }
 
 // Apply creates or upgrades outboxtop's tables in schema (created if missing) and
 // returns the schema version reached. onStart, when not nil, is told about each
 // migration as it starts.
 func Apply(ctx context.Context, conn *pgx.Conn, schema string, onStart func(version int32, name string)) (int32, error) {
-	if err := ValidateSchema(schema); err != nil {
-		return 0, err
+	_, to, err := Migrate(ctx, conn, schema, onStart)
+	return to, err
+}
+
+// ErrNewerSchema: the schema was migrated by a newer outboxtop than this one.
+var ErrNewerSchema = errors.New("schema is newer than this outboxtop")
+
+// NewerError says that schema is at version v, which this binary, whose
+// migrations go up to known, does not know.
+func NewerError(schema string, v int32, known int) error {
+	return fmt.Errorf("%w: schema %q is at version %d, this outboxtop knows versions up to %d: upgrade outboxtop",
+		ErrNewerSchema, schema, v, known)
+}
+
+// Migrate is Apply, also returning the version found once the migration lock was
+// held: from == to when this call applied nothing (another process may have done
+// it meanwhile). It refuses a schema newer than this binary, and existing tables
+// whose columns have types outboxtop cannot work with.
+func Migrate(ctx context.Context, conn *pgx.Conn, schema string, onStart func(version int32, name string)) (from, to int32, err error) {
+	if err := wire.ValidateSchema(schema); err != nil {
+		return 0, 0, err
+	}
+	known, err := Count()
+	if err != nil {
+		return 0, 0, err
 	}
 	lock := lockKey(schema)
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lock); err != nil {
-		return 0, fmt.Errorf("taking migration lock: %w", err)
+		return 0, 0, fmt.Errorf("taking migration lock: %w", err)
 	}
 	defer func() {
 		// A fresh context: the caller's may be cancelled, and a session lock left
@@ -70,18 +80,28 @@ func Apply(ctx context.Context, conn *pgx.Conn, schema string, onStart func(vers
 
 	ident := pgx.Identifier{schema}.Sanitize()
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
-		return 0, fmt.Errorf("creating schema %s: %w", schema, err)
+		return 0, 0, fmt.Errorf("creating schema %s: %w", schema, err)
+	}
+	from, err = Version(ctx, conn, schema)
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading schema version: %w", err)
+	}
+	if int(from) > known {
+		return from, from, NewerError(schema, from, known)
+	}
+	if err := checkColumns(ctx, conn, schema); err != nil {
+		return from, from, err
 	}
 	m, err := migrate.NewMigrator(ctx, conn, pgx.Identifier{schema, VersionTable}.Sanitize())
 	if err != nil {
-		return 0, fmt.Errorf("preparing migrations: %w", err)
+		return 0, 0, fmt.Errorf("preparing migrations: %w", err)
 	}
 	m.Data = map[string]any{
 		"schema":  ident,
-		"channel": quoteLiteral(Channel(schema)),
+		"channel": quoteLiteral(wire.Channel(schema)),
 	}
 	if err := m.LoadMigrations(files); err != nil {
-		return 0, fmt.Errorf("loading migrations: %w", err)
+		return 0, 0, fmt.Errorf("loading migrations: %w", err)
 	}
 	if onStart != nil {
 		m.OnStart = func(seq int32, name, _, _ string) { onStart(seq, name) }
@@ -89,15 +109,15 @@ func Apply(ctx context.Context, conn *pgx.Conn, schema string, onStart func(vers
 	if err := m.Migrate(ctx); err != nil {
 		var pgErr migrate.MigrationPgError
 		if errors.As(err, &pgErr) {
-			return 0, fmt.Errorf("migration %s: %w", pgErr.MigrationName, pgErr.PgError)
+			return 0, 0, fmt.Errorf("migration %s: %w", pgErr.MigrationName, pgErr.PgError)
 		}
-		return 0, fmt.Errorf("migrating: %w", err)
+		return 0, 0, fmt.Errorf("migrating: %w", err)
 	}
-	v, err := m.GetCurrentVersion(ctx)
+	to, err = m.GetCurrentVersion(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("reading schema version: %w", err)
+		return 0, 0, fmt.Errorf("reading schema version: %w", err)
 	}
-	return v, nil
+	return from, to, nil
 }
 
 // Version returns the schema version recorded in schema, or 0 when outboxtop's

@@ -2,7 +2,12 @@ package migrations_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +15,7 @@ import (
 
 	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/migrations"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -71,8 +77,8 @@ func TestApplyTwiceOnEmptyDatabase(t *testing.T) {
 		if err != nil {
 			t.Fatalf("apply %d: %v", i+1, err)
 		}
-		if int(v) != migrations.Count() {
-			t.Fatalf("apply %d: version %d, want %d", i+1, v, migrations.Count())
+		if int(v) != count(t) {
+			t.Fatalf("apply %d: version %d, want %d", i+1, v, count(t))
 		}
 	}
 	got := tables(t, conn, "public")
@@ -139,11 +145,67 @@ func TestUpgradesHandMadeSeedTableKeepingRows(t *testing.T) {
 	}
 }
 
+// Defect 7: the seed relay updates rows (lease, attempts, published_at), which
+// moves them in the heap; numbering seq in physical order then put some events
+// of an aggregate out of created_at order. seq must follow (created_at, event_id).
+func TestUpgradeNumbersSeqInSeedOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, testenv.EmptyDB(t))
+	if _, err := conn.Exec(ctx, seedDDL); err != nil {
+		t.Fatal(err)
+	}
+	// 1,000 rows over 10 aggregates, one created_at each (two share one, where
+	// event_id decides), then what the seed relay does to some of them.
+	if _, err := conn.Exec(ctx, `
+		INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at)
+		SELECT gen_random_uuid(), 'order', 'o-' || (g % 10), 'OrderConfirmed', '{}',
+		       timestamptz '2026-01-01' + (g / 2) * interval '1 millisecond'
+		FROM generate_series(1, 1000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE outbox_event SET attempts = 1, lease_token = gen_random_uuid(), lease_until = now()
+		WHERE created_at < timestamptz '2026-01-01' + interval '100 milliseconds'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE outbox_event SET published_at = now(), lease_until = NULL
+		WHERE aggregate_id = 'o-3'`); err != nil {
+		t.Fatal(err)
+	}
+	// The test means something only if the heap is out of seed order now.
+	var shuffled bool
+	if err := conn.QueryRow(ctx, `SELECT array_agg(event_id ORDER BY ctid) <> array_agg(event_id ORDER BY created_at, event_id) FROM outbox_event`).Scan(&shuffled); err != nil || !shuffled {
+		t.Fatalf("physical order still equals seed order (%v)", err)
+	}
+	if _, err := migrations.Apply(ctx, conn, "public", nil); err != nil {
+		t.Fatalf("apply on seed table: %v", err)
+	}
+	var inOrder bool
+	var n, maxSeq int64
+	if err := conn.QueryRow(ctx, `SELECT array_agg(seq ORDER BY created_at, event_id) = array_agg(seq ORDER BY seq), count(*), max(seq) FROM outbox_event`).
+		Scan(&inOrder, &n, &maxSeq); err != nil {
+		t.Fatal(err)
+	}
+	if !inOrder || n != 1000 || maxSeq != 1000 {
+		t.Fatalf("seq in seed order: %v, rows %d, max seq %d", inOrder, n, maxSeq)
+	}
+	var seq int64
+	if err := conn.QueryRow(ctx, seedInsert+` RETURNING seq`, "o-new").Scan(&seq); err != nil || seq != 1001 {
+		t.Fatalf("next insert: seq %d, %v; want 1001", seq, err)
+	}
+	var identity string
+	if err := conn.QueryRow(ctx, `SELECT is_identity || ' ' || identity_generation FROM information_schema.columns
+		WHERE table_name = 'outbox_event' AND column_name = 'seq'`).Scan(&identity); err != nil || identity != "YES ALWAYS" {
+		t.Fatalf("seq identity: %q, %v", identity, err)
+	}
+}
+
 func TestConcurrentApplyIsSerialized(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dsn := testenv.EmptyDB(t)
 	var wg sync.WaitGroup
+	var applied atomic.Int32
 	errs := make(chan error, 4)
 	for i := 0; i < 4; i++ {
 		wg.Add(1)
@@ -155,7 +217,13 @@ func TestConcurrentApplyIsSerialized(t *testing.T) {
 				return
 			}
 			defer conn.Close(ctx)
-			_, err = migrations.Apply(ctx, conn, "outbox", nil)
+			from, to, err := migrations.Migrate(ctx, conn, "outbox", nil)
+			if err == nil && from != to {
+				applied.Add(1)
+				if from != 0 || int(to) != count(t) {
+					err = fmt.Errorf("applied from %d to %d", from, to)
+				}
+			}
 			errs <- err
 		}()
 	}
@@ -166,6 +234,10 @@ func TestConcurrentApplyIsSerialized(t *testing.T) {
 			t.Fatalf("concurrent apply: %v", err)
 		}
 	}
+	// Each reports what it applied itself: one did the work, the others nothing.
+	if n := applied.Load(); n != 1 {
+		t.Fatalf("%d concurrent migrations report having applied migrations, want 1", n)
+	}
 	conn := connect(t, dsn)
 	if !tables(t, conn, "outbox")["outbox_event"] {
 		t.Fatal("outbox.outbox_event missing")
@@ -174,7 +246,7 @@ func TestConcurrentApplyIsSerialized(t *testing.T) {
 		t.Fatal("public.outbox_event created although the schema was outbox")
 	}
 	v, err := migrations.Version(ctx, conn, "outbox")
-	if err != nil || int(v) != migrations.Count() {
+	if err != nil || int(v) != count(t) {
 		t.Fatalf("version %d, %v", v, err)
 	}
 }
@@ -184,7 +256,7 @@ func TestInsertNotifiesOncePerStatement(t *testing.T) {
 	ctx := context.Background()
 	dsn := testenv.DB(t)
 	listener := connect(t, dsn)
-	if _, err := listener.Exec(ctx, "LISTEN "+pgx.Identifier{migrations.Channel("public")}.Sanitize()); err != nil {
+	if _, err := listener.Exec(ctx, "LISTEN "+pgx.Identifier{wire.Channel("public")}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
 	writer := connect(t, dsn)
@@ -204,11 +276,67 @@ func TestInsertNotifiesOncePerStatement(t *testing.T) {
 	}
 }
 
+// A schema name wire refuses is refused before anything is created.
 func TestRejectsBadSchemaName(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, testenv.EmptyDB(t))
 	for _, bad := range []string{"", "1abc", `a"b`, "a;drop table x", "a b"} {
-		if err := migrations.ValidateSchema(bad); err == nil {
-			t.Errorf("schema %q accepted", bad)
+		if _, err := migrations.Apply(ctx, conn, bad, nil); err == nil || !strings.Contains(err.Error(), "invalid schema name") {
+			t.Errorf("schema %q: %v", bad, err)
 		}
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_namespace WHERE nspname NOT LIKE 'pg\_%' AND nspname NOT IN ('public', 'information_schema')`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d schemas created (%v)", n, err)
+	}
+}
+
+// count is the number of embedded migrations; it is also the number of .sql
+// files beside the package, so a misnamed file cannot hide from Count.
+func count(t *testing.T) int {
+	t.Helper()
+	n, err := migrations.Count()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("*.sql")
+	if err != nil || len(files) != n {
+		t.Fatalf("Count() = %d, %d .sql files (%v)", n, len(files), err)
+	}
+	return n
+}
+
+// A hand-made table whose payload is text would migrate and then break archive
+// with a type error; migrate refuses it, naming the column, and changes nothing.
+func TestRefusesAnExistingTableWithWrongColumnTypes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, testenv.EmptyDB(t))
+	if _, err := conn.Exec(ctx, strings.Replace(seedDDL, "payload        jsonb", "payload        text", 1)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := migrations.Apply(ctx, conn, "public", nil)
+	if err == nil || !strings.Contains(err.Error(), "outbox_event.payload is text, outboxtop needs jsonb") {
+		t.Fatalf("migrate over payload text: %v", err)
+	}
+	if v, err := migrations.Version(ctx, conn, "public"); err != nil || v != 0 {
+		t.Fatalf("version %d (%v) after the refusal, want 0", v, err)
+	}
+}
+
+// A schema migrated by a newer outboxtop is refused, naming both versions.
+func TestRefusesASchemaNewerThanTheBinary(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, testenv.DB(t))
+	newer := count(t) + 1
+	if _, err := conn.Exec(ctx, `UPDATE outboxtop_schema_version SET version = $1`, newer); err != nil {
+		t.Fatal(err)
+	}
+	_, err := migrations.Apply(ctx, conn, "public", nil)
+	want := fmt.Sprintf("is at version %d, this outboxtop knows versions up to %d", newer, count(t))
+	if !errors.Is(err, migrations.ErrNewerSchema) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("migrate of a newer schema: %v; want %q", err, want)
 	}
 }

@@ -33,10 +33,13 @@
 // an empty aggregate type, aggregate id or event type, a payload that is not
 // valid JSON (or that jsonb cannot store), an illegal topic name or a header
 // the relay reserves is an error wrapping ErrInvalidEvent, and the caller's
-// transaction is left untouched and usable.
+// transaction is left untouched and usable. The topic and header rules are the
+// relay's own, from package wire, which holds the contract between producer,
+// relay and consumer.
 //
 // Each event gets a UUIDv7 event_id unless it brings its own. The relay sends
-// it as the event_id Kafka header; consumers deduplicate on it (package inbox).
+// it as the event_id Kafka header (wire.HeaderEventID); consumers deduplicate on
+// it (package inbox).
 // Delivery is at least once: a consumer may see an event twice, never zero
 // times once its transaction committed.
 //

@@ -10,10 +10,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-)
 
-// DefaultSchema is the schema holding outbox_event when a Writer names none.
-const DefaultSchema = "public"
+	"github.com/outboxtop/outboxtop/wire"
+)
 
 // DB is what a Writer writes through. pgx.Tx, *pgx.Conn and *pgxpool.Pool satisfy
 // it. Pass the transaction that makes the business change: the event is then
@@ -46,8 +45,8 @@ type Event struct {
 	// It must be a legal Kafka topic name.
 	Topic string
 	// Headers are extra Kafka headers (traceparent, tenant, …). Keys the relay
-	// sets itself (event_id, event_type, aggregate_type, aggregate_id,
-	// created_at) are refused.
+	// sets itself (wire.ReservedHeaders: event_id, event_type, aggregate_type,
+	// aggregate_id, created_at) are refused.
 	Headers map[string]string
 	// AvailableAt delays publication until then. Left zero, the event is
 	// available at once (the transaction's now()).
@@ -55,9 +54,9 @@ type Event struct {
 }
 
 // Writer adds events to the outbox_event table of one schema. The zero value
-// writes to DefaultSchema.
+// writes to wire.DefaultSchema (public).
 type Writer struct {
-	// Schema holds outbox_event; empty means DefaultSchema.
+	// Schema holds outbox_event; empty means wire.DefaultSchema.
 	Schema string
 }
 
@@ -76,7 +75,7 @@ func AddMany(ctx context.Context, db DB, evs []Event) ([]uuid.UUID, error) {
 func (w Writer) table() pgx.Identifier {
 	schema := w.Schema
 	if schema == "" {
-		schema = DefaultSchema
+		schema = wire.DefaultSchema
 	}
 	return pgx.Identifier{schema, "outbox_event"}
 }

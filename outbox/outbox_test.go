@@ -12,10 +12,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxtop/outboxtop/internal/eventstate"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/migrations"
 	"github.com/outboxtop/outboxtop/outbox"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -84,7 +84,7 @@ func TestAdd(t *testing.T) {
 		ready                  bool
 	)
 	err = b.pool.QueryRow(ctx, `SELECT aggregate_type, aggregate_id, event_type, payload, topic, headers,
-			created_at, available_at, attempts, `+eventstate.ReadySQL+`
+			created_at, available_at, attempts, `+wire.ReadySQL+`
 		FROM outbox_event WHERE event_id = $1`, id).
 		Scan(&aggType, &aggID, &evType, &payload, &topic, &headers, &createdAt, &availableAt, &attempts, &ready)
 	if err != nil {
@@ -325,7 +325,7 @@ func TestDelayedAvailableAt(t *testing.T) {
 	for _, c := range []struct {
 		id    uuid.UUID
 		state string
-	}{{id, eventstate.ScheduledSQL}, {ids[0], eventstate.ReadySQL}, {ids[1], eventstate.ScheduledSQL}} {
+	}{{id, wire.ScheduledSQL}, {ids[0], wire.ReadySQL}, {ids[1], wire.ScheduledSQL}} {
 		if count(t, b.pool, "event_id = $1 AND "+c.state, c.id) != 1 {
 			t.Errorf("event %s not in state %q", c.id, c.state)
 		}

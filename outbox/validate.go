@@ -7,12 +7,9 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
-)
 
-// ReservedHeaders are the Kafka headers the relay sets on every record. An
-// event's own Headers may not use them: a second event_id header would leave a
-// consumer guessing which one to deduplicate on.
-var ReservedHeaders = []string{"event_id", "event_type", "aggregate_type", "aggregate_id", "created_at"}
+	"github.com/outboxtop/outboxtop/wire"
+)
 
 // checkText refuses what a PostgreSQL text column refuses, so the caller's
 // transaction is never aborted by an insert that could not succeed.
@@ -73,32 +70,20 @@ func checkJSONB(b []byte) error {
 	}
 }
 
-// checkTopic applies Kafka's rules for topic names, so a misspelt topic is
-// refused here rather than dead-lettered by the relay later.
+// checkTopic applies Kafka's rules for topic names (the relay's own), so a
+// misspelt topic is refused here rather than dead-lettered by the relay later.
 func checkTopic(t string) error {
-	if len(t) > 249 {
-		return invalid("topic %.40q…: longer than 249 characters", t)
-	}
-	if t == "." || t == ".." {
-		return invalid("topic %q is not allowed", t)
-	}
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return invalid("topic %q: only letters, digits, '.', '_' and '-' are allowed", t)
-		}
+	if err := wire.ValidateTopic(t); err != nil {
+		return invalid("topic: %v", err)
 	}
 	return nil
 }
 
+// checkHeader refuses a header the relay reserves (wire.CheckHeader) and text
+// PostgreSQL cannot store.
 func checkHeader(k, v string) error {
-	if k == "" {
-		return invalid("header with an empty key")
-	}
-	for _, r := range ReservedHeaders {
-		if k == r {
-			return invalid("header %q is set by the relay", k)
-		}
+	if err := wire.CheckHeader(k); err != nil {
+		return invalid("%v", err)
 	}
 	if err := checkText(k); err != nil {
 		return invalid("header key %q: %v", k, err)

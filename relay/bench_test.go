@@ -160,16 +160,16 @@ func (env *benchEnv) client(b *testing.B) *kgo.Client {
 	return cl
 }
 
-// ceiling is SQLCeiling on a fresh copy of the backlog.
+// ceiling is sqlCeiling on a fresh copy of the backlog.
 func (env *benchEnv) ceiling(b *testing.B, pool *pgxpool.Pool, mode Ordering, loops int) float64 {
-	n, elapsed, err := SQLCeiling(context.Background(), pool, Config{Ordering: mode}, loops)
+	res, err := sqlCeiling(context.Background(), pool, Config{Ordering: mode}, loops)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if n != env.events {
-		b.Fatalf("ceiling marked %d of %d", n, env.events)
+	if res.Events != env.events {
+		b.Fatalf("ceiling marked %d of %d", res.Events, env.events)
 	}
-	return float64(n) / elapsed.Seconds()
+	return float64(res.Events) / res.Elapsed.Seconds()
 }
 
 func (env *benchEnv) relay(b *testing.B, pool *pgxpool.Pool, mode Ordering) float64 {

@@ -8,18 +8,25 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outboxtop/outboxtop/internal/relayceiling"
 )
 
-// SQLCeiling measures what the database allows the relay: loops goroutines run
-// the relay's own claim and mark statements (cfg's ordering and batch size) with
-// no broker in between, until nothing is claimable. It marks events published
-// with made-up Kafka coordinates, so run it only on a copy of an outbox. It
-// returns how many events it marked and how long that took.
-func SQLCeiling(ctx context.Context, pool *pgxpool.Pool, cfg Config, loops int) (int, time.Duration, error) {
+func init() {
+	relayceiling.Measure = func(ctx context.Context, pool *pgxpool.Pool, cfg any, loops int) (relayceiling.Result, error) {
+		return sqlCeiling(ctx, pool, cfg.(Config), loops)
+	}
+}
+
+// sqlCeiling is relayceiling.Measure: loops goroutines claim and mark, with no
+// broker, until nothing is claimable.
+func sqlCeiling(ctx context.Context, pool *pgxpool.Pool, cfg Config, loops int) (relayceiling.Result, error) {
 	r, err := New(pool, nil, cfg)
 	if err != nil {
-		return 0, 0, err
+		return relayceiling.Result{}, err
 	}
+	var mu sync.Mutex
+	var claims []time.Duration
 	var total atomic.Int64
 	var wg sync.WaitGroup
 	var once sync.Once
@@ -33,7 +40,9 @@ func SQLCeiling(ctx context.Context, pool *pgxpool.Pool, cfg Config, loops int) 
 			// give up only after a few empty claims in a row.
 			for empty := 0; empty < 3 && ctx.Err() == nil; {
 				token := uuid.New()
+				began := time.Now()
 				events, err := r.claim(ctx, token, r.cfg.BatchSize)
+				took := time.Since(began)
 				if err != nil {
 					once.Do(func() { firstErr = err })
 					return
@@ -44,6 +53,9 @@ func SQLCeiling(ctx context.Context, pool *pgxpool.Pool, cfg Config, loops int) 
 					continue
 				}
 				empty = 0
+				mu.Lock()
+				claims = append(claims, took)
+				mu.Unlock()
 				acked := make([]published, len(events))
 				for j, e := range events {
 					acked[j] = published{e.id, "ceiling", 0, int64(j)}
@@ -53,10 +65,10 @@ func SQLCeiling(ctx context.Context, pool *pgxpool.Pool, cfg Config, loops int) 
 					once.Do(func() { firstErr = err })
 					return
 				}
-				total.Add(int64(n))
+				total.Add(int64(n.marked))
 			}
 		}()
 	}
 	wg.Wait()
-	return int(total.Load()), time.Since(start), firstErr
+	return relayceiling.Result{Events: int(total.Load()), Elapsed: time.Since(start), Claims: claims}, firstErr
 }

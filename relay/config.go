@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/outboxtop/outboxtop/migrations"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // Ordering is how the relay orders publication.
@@ -42,13 +42,21 @@ type Config struct {
 	// ShutdownTimeout bounds how long Run waits for in-flight batches after its
 	// context is cancelled before it releases their leases.
 	ShutdownTimeout time.Duration
-	Logger          *slog.Logger
-	Metrics         *Metrics
+	// LockTimeout bounds how long a claim waits for a lock (it never waits for a
+	// row lock; a table lock can hold it); a session frozen inside a claim is
+	// ended by PostgreSQL after twice this. Heads another session holds locked
+	// for longer are reported.
+	LockTimeout time.Duration
+	// SweepInterval is how often the relay clears blocked hints whose blocker is
+	// gone without the relay seeing it (rows deleted by hand).
+	SweepInterval time.Duration
+	Logger        *slog.Logger
+	Metrics       *Metrics
 }
 
 // DefaultConfig holds the defaults.
 var DefaultConfig = Config{
-	Schema:          migrations.DefaultSchema,
+	Schema:          wire.DefaultSchema,
 	BatchSize:       1000,
 	InFlight:        4,
 	Lease:           60 * time.Second,
@@ -58,10 +66,12 @@ var DefaultConfig = Config{
 	PollInterval:    time.Second,
 	NotifyCooldown:  2 * time.Millisecond,
 	Ordering:        OrderAggregate,
-	TopicTemplate:   "outbox.{aggregate_type}",
+	TopicTemplate:   wire.DefaultTopicTemplate,
 	MaxMessageBytes: 1_000_000,
 	PublishTimeout:  20 * time.Second,
 	ShutdownTimeout: 30 * time.Second,
+	LockTimeout:     5 * time.Second,
+	SweepInterval:   time.Minute,
 }
 
 // WithDefaults returns c with every zero field set to its DefaultConfig value.
@@ -128,6 +138,12 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = d.ShutdownTimeout
 	}
+	if c.LockTimeout == 0 {
+		c.LockTimeout = d.LockTimeout
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = d.SweepInterval
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -139,8 +155,8 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
-	case migrations.ValidateSchema(c.Schema) != nil:
-		return migrations.ValidateSchema(c.Schema)
+	case wire.ValidateSchema(c.Schema) != nil:
+		return wire.ValidateSchema(c.Schema)
 	case c.BatchSize < 1 || c.BatchSize > 100_000:
 		return fmt.Errorf("--batch-size must be between 1 and 100000, not %d", c.BatchSize)
 	case c.InFlight < 1 || c.InFlight > 64:
@@ -157,11 +173,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--ordering must be aggregate or none, not %q", c.Ordering)
 	case c.PublishTimeout < 100*time.Millisecond || c.PublishTimeout >= c.Lease:
 		return fmt.Errorf("--publish-timeout must be at least 100ms and shorter than --lease (%v), not %v", c.Lease, c.PublishTimeout)
+	case c.LockTimeout < 100*time.Millisecond:
+		return fmt.Errorf("--lock-timeout must be at least 100ms, not %v", c.LockTimeout)
+	case c.SweepInterval < time.Second:
+		return fmt.Errorf("--sweep-interval must be at least 1s, not %v", c.SweepInterval)
 	case c.MaxMessageBytes < 1024:
 		return fmt.Errorf("--kafka-max-message-bytes must be at least 1024, not %d", c.MaxMessageBytes)
 	}
-	if err := ValidateTemplate(c.TopicTemplate); err != nil {
-		return err
+	if err := wire.ValidateTopicTemplate(c.TopicTemplate); err != nil {
+		return fmt.Errorf("--topic-template %q: %v", c.TopicTemplate, err)
 	}
 	return nil
 }

@@ -28,36 +28,107 @@
 //   - Any other per-event error clears the lease and schedules the event again at
 //     now() + backoff(attempts) (exponential from BackoffBase, capped at BackoffMax,
 //     jittered), with last_error set. After MaxAttempts the event is failed.
-//   - A topic that does not exist is an operator's problem, not the event's: the
-//     event is scheduled again with a readable last_error and its attempt refunded.
+//   - A topic that does not exist counts its attempts like any other error: the
+//     event is scheduled again with a readable last_error, and fails after
+//     MaxAttempts.
 //   - A broker outage is nobody's event's fault: when a batch fails and the brokers
-//     do not answer a ping, the batch is released with its attempts refunded and the
-//     whole relay backs off, probing the brokers, until they answer. However long
-//     the outage, no attempt is burnt and nothing is failed.
+//     do not answer a ping, the batch is released with its attempts refunded (and
+//     last_error saying so) and the whole relay backs off until they answer. A
+//     broker watch pings Kafka every second, so readiness follows it both ways
+//     within a few seconds, idle or busy. However long the outage, no attempt is
+//     burnt and nothing is failed.
+//   - A row whose headers use a reserved name (event_id, event_type,
+//     aggregate_type, aggregate_id, created_at) is failed with a last_error naming
+//     it; the outbox package refuses such rows when they are written
+//     (package wire holds the rule, with the header names).
+//
+// What becomes of each event of a batch is decided by a pure function (plan and
+// decide in outcome.go, tested over every combination): every event with an error
+// of its own ends with it as last_error; only an outage refunds an attempt; an
+// event is marked only when every earlier event of its aggregate in the batch was
+// acknowledged too.
+//
+// # Operator actions on leased events
+//
+// An operator may act on an event while a relay holds it; the relay honours it:
+//
+//   - park sticks: mark and settle leave a parked row parked (with the operator's
+//     last_error) and only end its lease; a record Kafka acknowledged is then in
+//     Kafka although the row is parked, and a retry publishes it again.
+//   - skip (of a parked event) moves the row to the archive; the relay's statements
+//     find nothing there and count a lost fence.
+//   - retry (of a parked event) makes it ready at once; the old batch's outcome
+//     finds its token gone and changes nothing.
+//   - reset-lease ends the lease and keeps the token: the holder's outcome still
+//     applies until another claim takes the event, after which it changes nothing.
+//
+// Renew and the shutdown release skip rows that another statement holds (FOR
+// UPDATE SKIP LOCKED): they never wait for a row lock, so the statements on one
+// batch cannot deadlock each other.
 //
 // # Per-aggregate order
 //
 // With OrderAggregate (the default), a later event of an aggregate is never
 // published before every earlier one was acknowledged, across any number of relay
 // processes. Order means seq order, which is commit order when writers serialize on
-// the aggregate (the seed's UPDATE of the order row before its INSERT does). The
-// ordered claim takes events in seq order and skips an aggregate when
+// the aggregate (the seed's UPDATE of the order row before its INSERT does).
 //
-//   - the head of its unpublished events holds a live lease (a batch is in flight), or
-//   - an earlier event of it is failed or scheduled (it waits; the console shows it
-//     as a blocked aggregate).
+// The ordered claim is one statement, in sql/claim_ordered.sql (its header is
+// the algorithm); the statements that keep its hint honest are
+// sql/unblock_after.sql, sql/sweep_ordered.sql and sql/sweep_unordered.sql, run
+// from ordered.go. In short:
+//
+//   - It reads a window of the oldest claimable rows (available_at, seq) from a
+//     partial index that holds no failed, scheduled or blocked row, so trouble on
+//     other aggregates costs it nothing, and at most 4 × BatchSize of them, so a
+//     claim stays cheap when nearly every aggregate has a batch in flight. It
+//     locks the window's rows as it keeps them (SKIP LOCKED): rows another claim
+//     holds — a concurrent one, or one whose process froze mid-transaction — are
+//     passed over and the window fills with rows nobody is taking.
+//   - For each aggregate in the window it finds the head, the first unpublished
+//     event in seq order. A ready head is the aggregate's lock: the claimer that
+//     locks its row (FOR UPDATE SKIP LOCKED) and finds it still claimable claims
+//     the run of consecutive claimable events that starts there; any other
+//     claimer skips the aggregate. There is no global lock: claims of different
+//     aggregates run in parallel in any number of relays, and no session can stop
+//     them all.
+//   - A head that is failed or scheduled blocks its aggregate; the claim marks
+//     the waiting rows it saw blocked (a hint, the blocked column), so they
+//     leave the window. The relay that publishes the blocker brings the next
+//     rows back; an operator's skip does too; a periodic sweep (SweepInterval)
+//     clears hints whose blocker vanished by other means. The hint never decides
+//     order, only what the window reads. Rows behind a run in flight are only
+//     skipped: they are next.
 //
 // A batch may carry a run of consecutive events of one aggregate — a hot aggregate
-// moves a whole batch per round trip, not one event — and they are produced in seq
-// order to one partition, where the idempotent producer keeps them gapless: if one
-// fails, the later ones of its partition fail too. Ordered claims are serialized
-// across processes by a transaction-level advisory lock (claims are short), which is
-// what makes SKIP LOCKED safe here: no claimer can pass over an event that another
-// is about to lease. Within a batch, when an event fails, later events of its
-// aggregate are released without an attempt so they queue behind it.
+// moves a whole run per round trip, not one event — and they are produced in seq
+// order to one partition. franz-go fails every buffered record of a partition when
+// one of its produce batches fails, but a record handed to it after that failure
+// starts afresh: an event can be acknowledged after an earlier one of its
+// aggregate failed (TestFranzAcksLaterRecordAfterFailingEarlier). Such an event is
+// not marked; it is released with a last_error and published again after the
+// earlier one. Within a batch, an aggregate's run stops at an event that cannot be
+// built or changes topic: the later events are released without an attempt and
+// queue behind it.
 //
-// OrderNone claims in the seed's order (available_at, created_at, event_id) without
-// any of these checks, for throughput.
+// No relay statement waits for a lock without end: the claim never waits for a
+// row lock at all (everything it locks is SKIP LOCKED), runs under LockTimeout
+// for table locks, and a process that stops inside a claim transaction is ended
+// by PostgreSQL after twice LockTimeout (idle_in_transaction_session_timeout), so
+// its aggregates wait at most that long. One case escapes that bound: a process
+// that stops while PostgreSQL is still sending it a claim's result too large
+// for the socket buffers (batch × payload of megabytes) leaves its backend
+// blocked in a write, which neither timeout interrupts; its aggregates wait until
+// the process runs again or is killed. Other aggregates are not affected.
+// An aggregate whose ready head some other session keeps locked waits for that
+// session; the claim passes it over for a second at a time (else a hot
+// aggregate's rows would fill every claim's window and stop the relay), and
+// a head held past LockTimeout is reported: a log line,
+// outboxtop_relay_heads_locked and Status.HeadsLocked
+// (TestHeldHotHeadDoesNotStallOtherAggregates).
+//
+// OrderNone claims the oldest ready events (available_at, seq) without any of
+// these checks, for throughput.
 //
 // # Wake-ups
 //
@@ -67,4 +138,52 @@
 //
 // Delivery is at least once: an acknowledgement followed by a crash before the
 // mark, or a lease lost to a slow publish, publishes the event again.
+//
+// # SQL
+//
+// Every statement of the pipeline (claim, mark, settle, renew, release, the
+// blocked hint's upkeep, the drain's check) is a file in sql/, one statement a
+// file, named for what it does, its header saying what it does and what its
+// parameters are; statements.go embeds and loads them:
+//
+//	sql/claim_ordered.sql    the ordered claim (OrderAggregate)
+//	sql/claim_unordered.sql  the unordered claim (OrderNone)
+//	sql/claim_timeouts.sql   the claim transaction's lock and idle timeouts
+//	sql/mark.sql             mark acknowledged events published
+//	sql/settle.sql           schedule again, or fail, events not published
+//	sql/renew.sql            extend a batch's lease
+//	sql/release.sql          give a batch back (shutdown timeout)
+//	sql/unblock_after.sql    bring back the rows behind a marked run
+//	sql/sweep_ordered.sql    clear hints whose blocker is gone
+//	sql/sweep_unordered.sql  clear every hint (OrderNone)
+//	sql/next_scheduled.sql   when the next scheduled event is due
+//	sql/drain_state.sql      whether a drain is done
+//
+// One file a statement, rather than files grouped by purpose, so that a
+// statement's header documents that statement alone and a newcomer finds the
+// ordered claim in one file. The statements name their tables
+// {{.schema}}.outbox_event, the migrations' placeholder, replaced by the quoted
+// schema when a Relay is built (package internal/sqltemplate, shared with
+// package inspect). Statements with more than three parameters take them by
+// name (pgx.StrictNamedArgs: @token, @ids…); the others by position.
+//
+// The event states are defined once, as SQL conditions, in package wire. The
+// metrics' statements (backlog.go, health.go) are composed in Go from wire's
+// conditions as they are, on schema-qualified names from sqltemplate.Name; the
+// only other SQL is LISTEN on the schema's channel (relay.go).
+//
+// The claims restate ready (wire.ReadySQL), written out over their aliased
+// rows so that each file reads on its own and, in the window, so that the
+// query's own conditions visibly imply outbox_claim_idx's predicate
+// (published_at IS NULL AND failed_at IS NULL AND NOT blocked), without which
+// the planner does not read that index; every restatement is marked in the file,
+// /* ready */ … /* /ready */ (also claimable: ready and not blocked; and
+// unpublished ready: ready where the statement already reads only unpublished
+// rows). The restatements are in sql/claim_ordered.sql (five) and
+// sql/claim_unordered.sql (one), and TestReadyIsRestatedFaithfully checks each
+// against wire's condition on rows of every combination of the columns; an
+// unmarked available_at <= now() fails it. Elsewhere ready is written out in
+// wire.OldestPublishableSQL, beside its definition, and the states are
+// restated by outboxtop_state in migrations/008_actions.sql for the operator's
+// actions (package inspect's TestStateFunctionIsWires checks it).
 package relay

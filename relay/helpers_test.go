@@ -18,7 +18,7 @@ import (
 	"github.com/outboxtop/outboxtop/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testenv.MainLeakChecked(m) }
 
 type bundle struct {
 	pool  *pgxpool.Pool
@@ -172,6 +172,9 @@ type switchboard struct {
 	down  bool
 	conns []net.Conn
 	delay atomic.Int64 // added to the next write, in nanoseconds
+	// refused counts dials turned away during an outage: the relay's attempts
+	// to reach Kafka, which a test can wait on.
+	refused atomic.Int64
 }
 
 // slowNextWrite makes the next write to Kafka, on any connection, take d longer.
@@ -194,6 +197,7 @@ func (s *switchboard) dial(ctx context.Context, network, addr string) (net.Conn,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.down {
+		s.refused.Add(1)
 		return nil, fmt.Errorf("dial %s: connection refused (test outage)", addr)
 	}
 	c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)

@@ -108,7 +108,7 @@ func TestAbandonedBatchIsPublishedAgain(t *testing.T) {
 	cfg.Lease = time.Second
 	cfg.PublishTimeout = 900 * time.Millisecond
 	r := b.relay(t, cfg)
-	r.AbandonNextBatch()
+	r.abandonNextBatch()
 	b.insertSeed(t, 50, 10, "o-")
 	stop := start(t, r)
 	testenv.WaitFor(t, 30*time.Second, "published after the abandoned batch's lease ran out", func() bool {

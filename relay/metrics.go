@@ -19,6 +19,10 @@ type Metrics struct {
 	BatchSize       prometheus.Histogram
 	BrokerReachable prometheus.Gauge
 	Paused          prometheus.Gauge
+	Blocked         prometheus.Counter
+	Unblocked       prometheus.Counter
+	HeadsLocked     prometheus.Gauge
+	HeadsSkipped    prometheus.Counter
 }
 
 // NewMetrics creates the relay's metrics and registers them with reg (when not nil).
@@ -39,11 +43,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		BrokerReachable: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "broker_reachable",
 			Help: "1 while Kafka answers, 0 during an outage."}),
 		Paused: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "paused", Help: "1 while the relay is paused by an operator."}),
+		Blocked: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "blocked_total",
+			Help: "Events the ordered claim found waiting behind a failed, scheduled or leased event of their aggregate and took out of its window."}),
+		Unblocked: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "unblocked_total",
+			Help: "Waiting events brought back to the claim window (after their blocker was published, or by the sweep)."}),
+		HeadsSkipped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "claim_heads_skipped_total",
+			Help: "Ready aggregate heads a claim found locked (by a concurrent claim, or another session) and skipped: the ordered claim's contention."}),
+		HeadsLocked: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "heads_locked",
+			Help: "Aggregates whose head event another session has held locked for longer than the lock timeout; they wait."}),
 	}
 	m.BrokerReachable.Set(1)
 	if reg != nil {
 		reg.MustRegister(m.Published, m.Failed, m.Retried, m.Released, m.LostFences, m.LeaseRenewals,
-			m.CommitToAck, m.ClaimSeconds, m.MarkSeconds, m.BatchSize, m.BrokerReachable, m.Paused)
+			m.CommitToAck, m.ClaimSeconds, m.MarkSeconds, m.BatchSize, m.BrokerReachable, m.Paused,
+			m.Blocked, m.Unblocked, m.HeadsLocked, m.HeadsSkipped)
 	}
 	return m
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,64 +14,31 @@ import (
 
 type aggregateKey struct{ typ, id string }
 
-// aggregateRun is what a batch knows of one aggregate while publishing it in
-// ordered mode: the topic its run goes to, and whether the run was cut short.
-type aggregateRun struct {
-	topic string
-	cut   bool
-}
-
-type outcome struct {
-	rec *kgo.Record
-	err error
-}
-
 // publish produces a claimed batch and settles every event in it: marked
-// published, scheduled again, failed, or released.
+// published, scheduled again, failed, or released (see outcome.go for the rules).
 func (r *Relay) publish(ctx context.Context, token uuid.UUID, events []*event) {
 	start := time.Now()
 	ordered := r.cfg.Ordering == OrderAggregate
-	runs := map[aggregateKey]*aggregateRun{}
-	results := make([]outcome, len(events))
-	var settles []settlement
-	var toProduce []int
-
-	// cut ends an aggregate's run in this batch: the events after it go back
-	// without an attempt and wait behind the one that stopped it.
-	cut := func(k aggregateKey) {
-		if run := runs[k]; run != nil {
-			run.cut = true
-		} else {
-			runs[k] = &aggregateRun{cut: true}
-		}
-	}
+	results := make([]result, len(events))
+	recs := make([]*kgo.Record, len(events))
+	topics := make([]string, len(events))
+	buildErrs := make([]error, len(events))
 	for i, e := range events {
-		k := aggregateKey{e.aggregateType, e.aggregateID}
-		if ordered && runs[k] != nil && runs[k].cut {
-			settles = append(settles, released(e))
-			continue
-		}
 		rec, err := r.record(e)
 		if err != nil {
-			settles = append(settles, failed(e, err.Error()))
-			if ordered {
-				cut(k)
-			}
+			buildErrs[i] = err
 			continue
 		}
-		if ordered {
-			// Kafka orders records within a partition only: a run that changes topic
-			// stops here and continues in a later batch, after this one is acknowledged.
-			if run := runs[k]; run == nil {
-				runs[k] = &aggregateRun{topic: rec.Topic}
-			} else if run.topic != rec.Topic {
-				run.cut = true
-				settles = append(settles, released(e))
-				continue
-			}
+		recs[i], topics[i] = rec, rec.Topic
+	}
+	steps := plan(events, topics, ordered)
+	for i, s := range steps {
+		switch s {
+		case stepFail:
+			results[i] = result{kind: permanent, err: buildErrs[i].Error()}
+		case stepHold:
+			results[i] = result{kind: notSent}
 		}
-		results[i].rec = rec
-		toProduce = append(toProduce, i)
 	}
 
 	// Records not acknowledged in time are failed by franz-go through this context
@@ -78,72 +46,96 @@ func (r *Relay) publish(ctx context.Context, token uuid.UUID, events []*event) {
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Add(len(toProduce))
-	for _, i := range toProduce {
-		r.kafka.Produce(pctx, results[i].rec, func(_ *kgo.Record, err error) {
-			results[i].err = err
+	// franz-go fails a partition's buffered records together, but a record handed
+	// over after such a failure starts afresh and can be written ahead of the
+	// failed ones. An aggregate whose record already failed sends nothing more in
+	// this batch (what is left of the race, a failure landing during the Produce
+	// call, decide handles: the later event is not marked). That is why this is
+	// Produce with a callback per record and not ProduceSync: ProduceSync hands
+	// every record over before the first answer, so nothing could be held back.
+	var mu sync.Mutex
+	failedAggs := map[aggregateKey]bool{}
+	produced := 0
+	for i, s := range steps {
+		if s != stepSend {
+			continue
+		}
+		k := events[i].key()
+		mu.Lock()
+		stop := ordered && failedAggs[k]
+		mu.Unlock()
+		if stop {
+			results[i] = result{kind: notSent}
+			continue
+		}
+		produced++
+		wg.Add(1)
+		r.kafka.Produce(pctx, recs[i], func(rec *kgo.Record, err error) {
+			results[i] = r.kafkaResult(rec, err)
+			if err != nil {
+				mu.Lock()
+				failedAggs[k] = true
+				mu.Unlock()
+			}
 			wg.Done()
 		})
 	}
 	wg.Wait()
 	ackedAt := time.Now()
-	if len(toProduce) > 0 && r.crashNext.CompareAndSwap(true, false) {
+	if ctx.Err() != nil {
+		// Shutting down past ShutdownTimeout: shutdown releases the leases once
+		// this goroutine has ended.
+		return
+	}
+	if produced > 0 && r.crashNext.CompareAndSwap(true, false) {
 		r.log.Warn("abandoning an acknowledged batch as a crash would: its events will be published again", "events", len(events))
 		return
 	}
 
-	var acked []published
-	var transient []int
-	for _, i := range toProduce {
-		e, res := events[i], results[i]
-		k := aggregateKey{e.aggregateType, e.aggregateID}
-		if res.err == nil {
-			acked = append(acked, published{e.id, res.rec.Topic, res.rec.Partition, res.rec.Offset})
-			r.m.CommitToAck.Observe(ackedAt.Sub(e.createdAt).Seconds())
-			continue
-		}
-		if ordered && runs[k].cut {
-			settles = append(settles, released(e))
-			continue
-		}
-		if ordered {
-			cut(k)
-		}
-		switch classify(res.err) {
-		case classPermanent:
-			settles = append(settles, failed(e, "kafka: "+res.err.Error()))
-		case classNoTopic:
-			msg := "topic " + res.rec.Topic + " does not exist: create it, or run with --kafka-auto-create-topics where the brokers allow it (" + res.err.Error() + ")"
-			settles = append(settles, settlement{id: e.id, delay: backoff(e.attempts, r.cfg.BackoffBase, r.cfg.BackoffMax), refund: true, err: &msg})
-		default:
-			transient = append(transient, i)
-		}
+	p := policy{ordered: ordered, maxAttempts: r.cfg.MaxAttempts, backoffBase: r.cfg.BackoffBase, backoffMax: r.cfg.BackoffMax}
+	if needsProbe(results) {
+		p.outage = r.brokersDown(ctx)
 	}
-	if len(transient) > 0 {
-		outage := r.brokersDown(ctx)
-		for _, i := range transient {
-			e, err := events[i], results[i].err
-			switch {
-			case outage:
-				settles = append(settles, released(e))
-			case e.attempts >= r.cfg.MaxAttempts:
-				settles = append(settles, failed(e, "kafka: "+err.Error()+" (out of attempts)"))
-			default:
-				msg := "kafka: " + err.Error()
-				settles = append(settles, settlement{id: e.id, delay: backoff(e.attempts, r.cfg.BackoffBase, r.cfg.BackoffMax), err: &msg})
+	var toMark []published
+	var settles []settlement
+	for i, d := range decide(events, results, p) {
+		e := events[i]
+		switch d.verdict {
+		case vMark:
+			res := results[i]
+			toMark = append(toMark, published{e.id, res.topic, res.partition, res.offset})
+			r.m.CommitToAck.Observe(ackedAt.Sub(e.createdAt).Seconds())
+		case vSchedule:
+			settles = append(settles, settlement{id: e.id, delay: d.delay, err: d.err})
+		case vFail:
+			settles = append(settles, settlement{id: e.id, dead: true, err: d.err})
+		case vRelease:
+			settles = append(settles, settlement{id: e.id, refund: true, err: d.err})
+			if results[i].kind == acked {
+				// Kafka has it before an earlier event of its aggregate: consumers see
+				// this one first. It goes again after the earlier one.
+				r.log.Warn("event acknowledged after an earlier event of its aggregate failed", "event_id", e.id, "seq", e.seq, "aggregate_id", e.aggregateID)
 			}
 		}
 	}
 
 	markStart := time.Now()
-	marked, err := retryDB(ctx, func() (int, error) { return r.mark(ctx, token, acked) })
+	var mr markResult
+	_, err := retryDB(ctx, func() (int, error) {
+		var err error
+		mr, err = r.mark(ctx, token, toMark)
+		return mr.marked, err
+	})
 	if err != nil {
 		r.noteError("marking published (the lease will expire and the events be published again)", err)
 	} else {
 		r.m.MarkSeconds.Observe(time.Since(markStart).Seconds())
-		r.m.Published.Add(float64(marked))
-		r.stats.published.Add(uint64(marked))
-		if lost := len(acked) - marked; lost > 0 {
+		r.m.Published.Add(float64(mr.marked))
+		r.stats.published.Add(uint64(mr.marked))
+		if mr.parked > 0 {
+			r.log.Warn("events parked by an operator while in flight stay parked (Kafka has them)", "events", mr.parked)
+		}
+		if lost := len(toMark) - mr.marked - mr.parked; lost > 0 {
 			r.lostFences(lost)
 		}
 	}
@@ -156,6 +148,23 @@ func (r *Relay) publish(ctx context.Context, token uuid.UUID, events []*event) {
 	r.count(settles)
 	r.stats.lastBatch.Store(int64(len(events)))
 	r.stats.lastPublish.Store(int64(time.Since(start)))
+}
+
+// kafkaResult classifies franz-go's answer for one record.
+func (r *Relay) kafkaResult(rec *kgo.Record, err error) result {
+	if err == nil {
+		return result{kind: acked, topic: rec.Topic, partition: rec.Partition, offset: rec.Offset}
+	}
+	switch classify(err) {
+	case classPermanent:
+		return result{kind: permanent, err: "kafka: " + err.Error()}
+	case classNoTopic:
+		return result{kind: noTopic, err: "topic " + rec.Topic + " does not exist: create it, or run with --kafka-auto-create-topics where the brokers allow it (" + err.Error() + ")"}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrRecordTimeout) {
+		return result{kind: cancelled, err: "kafka: not acknowledged in time: " + err.Error()}
+	}
+	return result{kind: retriable, err: "kafka: " + err.Error()}
 }
 
 func (r *Relay) lostFences(n int) {
@@ -193,10 +202,6 @@ func (r *Relay) brokersDown(ctx context.Context) bool {
 	return false
 }
 
-func released(e *event) settlement { return settlement{id: e.id, refund: true} }
-
-func failed(e *event, msg string) settlement { return settlement{id: e.id, dead: true, err: &msg} }
-
 type errorClass int
 
 const (
@@ -205,18 +210,30 @@ const (
 	classNoTopic
 )
 
+// permanentKafkaErrors are the broker's answers that say this record can never
+// be written, whoever retries it: too large, an illegal or forbidden topic, a
+// record the broker or a policy rejects.
+//
+// kerr.IsRetriable is not this rule, in both directions. Kafka calls
+// CORRUPT_MESSAGE retriable, but to a producer it means the record itself is bad
+// (a null key for a compacted topic, …). And most of what Kafka calls
+// non-retriable is the client's or the cluster's trouble, not the event's —
+// SASL_AUTHENTICATION_FAILED, UNSUPPORTED_VERSION, OUT_OF_ORDER_SEQUENCE_NUMBER,
+// UNKNOWN_SERVER_ERROR, INVALID_REQUIRED_ACKS: failing events on those would
+// dead-letter a healthy backlog for a configuration mistake. TestClassify pins
+// the difference.
+var permanentKafkaErrors = []*kerr.Error{kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidTopicException,
+	kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.InvalidRecord,
+	kerr.PolicyViolation, kerr.CorruptMessage}
+
 func classify(err error) errorClass {
-	for _, p := range []error{kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidTopicException,
-		kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.InvalidRecord,
-		kerr.PolicyViolation, kerr.CorruptMessage} {
-		if errors.Is(err, p) {
-			return classPermanent
-		}
-	}
-	if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
+	switch {
+	case slices.ContainsFunc(permanentKafkaErrors, func(p *kerr.Error) bool { return errors.Is(err, p) }):
+		return classPermanent
+	case errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID):
 		return classNoTopic
 	}
-	return classTransient
+	return classTransient // a retriable broker error, or the client's: a timeout, a closed connection, …
 }
 
 // retryDB runs a short write a few times: a failed mark means duplicates later,

@@ -13,7 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/outboxtop/outboxtop/migrations"
+	"github.com/outboxtop/outboxtop/internal/relayfault"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // Relay moves outbox events to Kafka. Create it with New and start it with Run;
@@ -29,13 +30,16 @@ type Relay struct {
 	wake      chan struct{} // a NOTIFY arrived
 	settled   chan struct{} // a batch finished: its aggregates may be unblocked
 	resume    chan struct{}
+	brokerUp  chan struct{} // the brokers answer again
 	mu        sync.Mutex
 	paused    bool
-	inflight  map[uuid.UUID]*batch
+	leases    map[uuid.UUID]*batch // the batches in flight, by lease token (Status().InFlight counts them)
 	brokerOK  atomic.Bool
 	crashNext atomic.Bool
 	stats     stats
 	lastError atomic.Pointer[timedError]
+	heads     headWatch
+	waiters   sync.Map // lease token → aggregates of the batch with blocked rows (map[aggregateKey]bool)
 }
 
 type batch struct {
@@ -66,7 +70,8 @@ func New(pool *pgxpool.Pool, client *kgo.Client, cfg Config) (*Relay, error) {
 		wake:     make(chan struct{}, 1),
 		settled:  make(chan struct{}, 1),
 		resume:   make(chan struct{}),
-		inflight: map[uuid.UUID]*batch{},
+		brokerUp: make(chan struct{}, 1),
+		leases:   map[uuid.UUID]*batch{},
 	}
 	r.brokerOK.Store(true)
 	return r, nil
@@ -80,9 +85,11 @@ func (r *Relay) Run(ctx context.Context) error {
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
 	var helpers sync.WaitGroup
-	helpers.Add(2)
+	helpers.Add(4)
 	go func() { defer helpers.Done(); r.listen(bg) }()
 	go func() { defer helpers.Done(); r.renewLoop(bg) }()
+	go func() { defer helpers.Done(); r.watchBrokers(bg) }()
+	go func() { defer helpers.Done(); r.sweepLoop(bg) }()
 
 	// Say at once when the brokers do not answer, instead of when the first
 	// batch fails: the console and /readyz show it, and the loop probes until
@@ -101,7 +108,10 @@ func (r *Relay) Run(ctx context.Context) error {
 func (r *Relay) loop(ctx, bg context.Context) error {
 	slots := make(chan struct{}, r.cfg.InFlight)
 	var batches sync.WaitGroup
-	defer func() { r.shutdown(bg, &batches) }()
+	// Batches run on their own context: shutdown cancels it after
+	// ShutdownTimeout and waits for them before Run returns.
+	bctx, cancelBatches := context.WithCancel(bg)
+	defer func() { r.shutdown(bg, &batches, cancelBatches) }()
 
 	dbFailures := 0
 	for {
@@ -120,8 +130,8 @@ func (r *Relay) loop(ctx, bg context.Context) error {
 		start := time.Now()
 		// A batch in flight or settling during the claim may unblock events the
 		// claim could not see: only a claim that overlapped none proves a drain.
-		busyBefore, settledBefore := r.inFlight(), r.stats.batches.Load()
-		events, err := r.claim(ctx, token, r.cfg.BatchSize)
+		busyBefore, settledBefore := r.Status().InFlight, r.stats.batches.Load()
+		events, again, err := r.claimAgain(ctx, token, r.cfg.BatchSize)
 		if err != nil {
 			<-slots
 			if ctx.Err() != nil {
@@ -140,7 +150,10 @@ func (r *Relay) loop(ctx, bg context.Context) error {
 		r.stats.lastClaim.Store(int64(time.Since(start)))
 		if len(events) == 0 {
 			<-slots
-			if r.cfg.Drain && busyBefore == 0 && r.inFlight() == 0 && r.stats.batches.Load() == settledBefore {
+			if again {
+				continue // the window moved past waiting rows or a held head: claim again now
+			}
+			if r.cfg.Drain && busyBefore == 0 && r.Status().InFlight == 0 && r.stats.batches.Load() == settledBefore {
 				done, err := r.drained(ctx)
 				if err != nil {
 					return fmt.Errorf("%w: %v", ErrStopped, err)
@@ -158,13 +171,13 @@ func (r *Relay) loop(ctx, bg context.Context) error {
 		batches.Add(1)
 		go func() {
 			defer batches.Done()
-			r.publish(bg, token, events)
+			r.publish(bctx, token, events)
 			r.untrack(token)
 			r.stats.batches.Add(1)
 			<-slots
 			signal(r.settled)
 		}()
-		if len(events) < r.cfg.BatchSize {
+		if len(events) < r.cfg.BatchSize && !again {
 			// The backlog is used up (or blocked): wait for news rather than spin.
 			r.idle(ctx)
 		}
@@ -232,8 +245,10 @@ func (r *Relay) waitRunnable(ctx context.Context) error {
 			}
 		}
 		if !r.brokerOK.Load() {
-			r.probeBrokers(ctx)
-			if ctx.Err() != nil {
+			// watchBrokers says when they answer again.
+			select {
+			case <-r.brokerUp:
+			case <-ctx.Done():
 				return ctx.Err()
 			}
 			continue
@@ -242,28 +257,51 @@ func (r *Relay) waitRunnable(ctx context.Context) error {
 	}
 }
 
-// probeBrokers pings Kafka with growing pauses until it answers.
-func (r *Relay) probeBrokers(ctx context.Context) {
-	for i := 1; ctx.Err() == nil; i++ {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+// How often the relay asks Kafka whether it is there, and how long it waits for
+// the answer: readiness follows Kafka within about their sum, idle or busy.
+const (
+	brokerProbeInterval = time.Second
+	brokerProbeTimeout  = 2 * time.Second
+)
+
+// watchBrokers probes Kafka (ApiVersions: one small request, no topic metadata)
+// on a short timer, so that readiness and the broker_reachable gauge follow
+// Kafka both ways within a few seconds whether the relay is idle or busy, and
+// a relay that backs off resumes as soon as the brokers answer.
+func (r *Relay) watchBrokers(ctx context.Context) {
+	t := time.NewTicker(brokerProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, brokerProbeTimeout)
 		err := r.kafka.Ping(pctx)
 		cancel()
-		if err == nil {
-			r.brokerOK.Store(true)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			r.brokerDown("kafka unreachable; relay backs off as a whole, attempts are not counted", err)
+		case !r.brokerOK.Swap(true):
 			r.m.BrokerReachable.Set(1)
 			r.log.Info("kafka reachable again; relaying resumes")
-			return
+			signal(r.brokerUp)
 		}
-		sleep(ctx, backoff(i, 500*time.Millisecond, 15*time.Second))
 	}
 }
 
-// AbandonNextBatch makes the next batch that Kafka acknowledges end as if the
-// relay process died right then: nothing is marked or released, the lease runs
-// out, and a later claim publishes the events again. It exists so the demo can
-// show duplicates that consumers' inboxes absorb; the mark-after-ack gap it opens
-// is the one every at-least-once relay has.
-func (r *Relay) AbandonNextBatch() { r.crashNext.Store(true) }
+func init() {
+	relayfault.AbandonNextBatch = func(r any) { r.(*Relay).abandonNextBatch() }
+}
+
+// abandonNextBatch makes the next batch that Kafka acknowledges end as if the
+// relay process died right then (see relayfault.AbandonNextBatch): nothing is
+// marked or released, the lease runs out, and a later claim publishes the
+// events again.
+func (r *Relay) abandonNextBatch() { r.crashNext.Store(true) }
 
 // brokerDown records an outage once: the relay then backs off as a whole and
 // waitRunnable probes until the brokers answer.
@@ -301,20 +339,15 @@ func (r *Relay) Resume() {
 func (r *Relay) track(token uuid.UUID, n int) {
 	now := time.Now()
 	r.mu.Lock()
-	r.inflight[token] = &batch{claimedAt: now, renewedAt: now, size: n}
+	r.leases[token] = &batch{claimedAt: now, renewedAt: now, size: n}
 	r.mu.Unlock()
 }
 
 func (r *Relay) untrack(token uuid.UUID) {
+	r.waiters.Delete(token)
 	r.mu.Lock()
-	delete(r.inflight, token)
+	delete(r.leases, token)
 	r.mu.Unlock()
-}
-
-func (r *Relay) inFlight() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.inflight)
 }
 
 // renewLoop extends the lease of batches that have used half of it.
@@ -329,7 +362,7 @@ func (r *Relay) renewLoop(ctx context.Context) {
 		}
 		r.mu.Lock()
 		var due []uuid.UUID
-		for tok, b := range r.inflight {
+		for tok, b := range r.leases {
 			if time.Since(b.renewedAt) >= r.cfg.Lease/2 {
 				due = append(due, tok)
 			}
@@ -342,7 +375,9 @@ func (r *Relay) renewLoop(ctx context.Context) {
 				continue
 			}
 			r.mu.Lock()
-			if b, ok := r.inflight[tok]; ok {
+			// Renew skips rows that another statement holds: until every row of
+			// the batch was renewed, try again on the next tick.
+			if b, ok := r.leases[tok]; ok && n >= b.size {
 				b.renewedAt = time.Now()
 			}
 			r.mu.Unlock()
@@ -356,7 +391,7 @@ func (r *Relay) renewLoop(ctx context.Context) {
 // listen turns NOTIFYs on the schema's channel into wake-ups, reconnecting after
 // errors. Polling covers the gaps.
 func (r *Relay) listen(ctx context.Context) {
-	channel := pgx.Identifier{migrations.Channel(r.cfg.Schema)}.Sanitize()
+	channel := pgx.Identifier{wire.Channel(r.cfg.Schema)}.Sanitize()
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		conn, err := pgx.ConnectConfig(ctx, r.pool.Config().ConnConfig.Copy())
 		if err == nil {
@@ -379,8 +414,12 @@ func (r *Relay) listen(ctx context.Context) {
 	}
 }
 
-// shutdown waits for in-flight batches, then releases what is left.
-func (r *Relay) shutdown(ctx context.Context, batches *sync.WaitGroup) {
+// shutdown waits for in-flight batches for up to ShutdownTimeout; then it
+// cancels them, waits until their goroutines have ended (a cancelled batch
+// settles nothing), and releases their leases. Run returns only after that, so
+// nothing of the relay touches the pool or the client once it has returned.
+func (r *Relay) shutdown(ctx context.Context, batches *sync.WaitGroup, cancelBatches context.CancelFunc) {
+	defer cancelBatches()
 	done := make(chan struct{})
 	go func() { batches.Wait(); close(done) }()
 	select {
@@ -389,11 +428,13 @@ func (r *Relay) shutdown(ctx context.Context, batches *sync.WaitGroup) {
 	case <-time.After(r.cfg.ShutdownTimeout):
 	}
 	r.mu.Lock()
-	tokens := make([]uuid.UUID, 0, len(r.inflight))
-	for tok := range r.inflight {
+	tokens := make([]uuid.UUID, 0, len(r.leases))
+	for tok := range r.leases {
 		tokens = append(tokens, tok)
 	}
 	r.mu.Unlock()
+	cancelBatches()
+	<-done
 	for _, tok := range tokens {
 		tag, err := r.pool.Exec(ctx, r.sql.release, tok)
 		if err != nil {

@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // event is a claimed outbox row with what publishing needs.
@@ -25,58 +26,6 @@ type event struct {
 	headers       []byte // jsonb object, or nil
 }
 
-// ValidateTemplate checks a --topic-template: only {aggregate_type} and
-// {event_type} are placeholders, and the literal parts must be legal in a topic.
-func ValidateTemplate(tmpl string) error {
-	rest := tmpl
-	for {
-		i := strings.IndexByte(rest, '{')
-		if i < 0 {
-			break
-		}
-		j := strings.IndexByte(rest[i:], '}')
-		if j < 0 {
-			return fmt.Errorf("--topic-template %q: unclosed {", tmpl)
-		}
-		switch rest[i : i+j+1] {
-		case "{aggregate_type}", "{event_type}":
-		default:
-			return fmt.Errorf("--topic-template %q: unknown placeholder %s (use {aggregate_type} or {event_type})", tmpl, rest[i:i+j+1])
-		}
-		rest = rest[i+j+1:]
-	}
-	literal := expandTemplate(tmpl, "a", "e")
-	if err := ValidateTopic(literal); err != nil {
-		return fmt.Errorf("--topic-template %q: %v", tmpl, err)
-	}
-	return nil
-}
-
-func expandTemplate(tmpl, aggregateType, eventType string) string {
-	return strings.NewReplacer("{aggregate_type}", aggregateType, "{event_type}", eventType).Replace(tmpl)
-}
-
-// ValidateTopic applies Kafka's rules for topic names: 1–249 characters of
-// [a-zA-Z0-9._-], and not "." or "..".
-func ValidateTopic(t string) error {
-	if t == "" {
-		return fmt.Errorf("empty topic name")
-	}
-	if len(t) > 249 {
-		return fmt.Errorf("topic name longer than 249 characters")
-	}
-	if t == "." || t == ".." {
-		return fmt.Errorf("topic name %q is reserved", t)
-	}
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("illegal character %q in topic name %q (Kafka allows a-z A-Z 0-9 . _ -)", c, t)
-		}
-	}
-	return nil
-}
-
 // recordOverhead is a generous bound on what a record adds to its key, value and
 // headers inside a batch, so that the relay's own size check fires before
 // franz-go's and an oversized event is failed alone, never mid-partition.
@@ -90,24 +39,18 @@ func (e permanentError) Error() string { return e.msg }
 // record builds the Kafka record for e, or a permanentError when e can never be
 // published (illegal topic, too large, malformed headers).
 func (r *Relay) record(e *event) (*kgo.Record, error) {
-	topic := expandTemplate(r.cfg.TopicTemplate, e.aggregateType, e.eventType)
+	topic := wire.Topic(r.cfg.TopicTemplate, e.aggregateType, e.eventType)
 	if e.topic != nil && *e.topic != "" {
 		topic = *e.topic
 	}
-	if err := ValidateTopic(topic); err != nil {
+	if err := wire.ValidateTopic(topic); err != nil {
 		return nil, permanentError{"invalid topic: " + err.Error()}
 	}
-	rec := &kgo.Record{
-		Topic: topic,
-		Key:   []byte(e.aggregateID),
-		Value: e.payload,
-		Headers: []kgo.RecordHeader{
-			{Key: "event_id", Value: []byte(e.id.String())},
-			{Key: "event_type", Value: []byte(e.eventType)},
-			{Key: "aggregate_type", Value: []byte(e.aggregateType)},
-			{Key: "aggregate_id", Value: []byte(e.aggregateID)},
-			{Key: "created_at", Value: []byte(e.createdAt.UTC().Format(time.RFC3339Nano))},
-		},
+	rec := &kgo.Record{Topic: topic, Key: []byte(e.aggregateID), Value: e.payload}
+	meta := wire.Meta{EventID: e.id.String(), EventType: e.eventType, AggregateType: e.aggregateType,
+		AggregateID: e.aggregateID, CreatedAt: e.createdAt}
+	for _, h := range meta.Headers() {
+		rec.Headers = append(rec.Headers, kgo.RecordHeader(h))
 	}
 	if len(e.headers) > 0 && string(e.headers) != "null" {
 		var extra map[string]any
@@ -120,6 +63,9 @@ func (r *Relay) record(e *event) (*kgo.Record, error) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
+			if err := wire.CheckHeader(k); err != nil {
+				return nil, permanentError{"headers: " + err.Error()}
+			}
 			var v []byte
 			switch x := extra[k].(type) {
 			case string:

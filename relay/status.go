@@ -23,14 +23,17 @@ type Status struct {
 	LastClaim       time.Duration // duration of the last claim transaction
 	LastPublish     time.Duration // claim-to-settled time of the last batch
 	LastBatch       int           // events in the last batch
-	LastError       string
-	LastErrorAt     time.Time
+	// HeadsLocked counts aggregates whose head event another session has held
+	// locked for longer than the lock timeout: they wait until it lets go.
+	HeadsLocked int
+	LastError   string
+	LastErrorAt time.Time
 }
 
 // Status returns the relay's current status.
 func (r *Relay) Status() Status {
 	r.mu.Lock()
-	s := Status{Paused: r.paused, InFlight: len(r.inflight)}
+	s := Status{Paused: r.paused, InFlight: len(r.leases)}
 	r.mu.Unlock()
 	s.BrokerReachable = r.brokerOK.Load()
 	s.Published = r.stats.published.Load()
@@ -41,6 +44,7 @@ func (r *Relay) Status() Status {
 	s.LastClaim = time.Duration(r.stats.lastClaim.Load())
 	s.LastPublish = time.Duration(r.stats.lastPublish.Load())
 	s.LastBatch = int(r.stats.lastBatch.Load())
+	s.HeadsLocked = r.heads.count()
 	if e := r.lastError.Load(); e != nil {
 		s.LastError, s.LastErrorAt = e.msg, e.at
 	}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -9,19 +10,27 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/internal/eventstate"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
-// ConsoleReason is the reason recorded for park and skip done from the console.
-const ConsoleReason = "from the console"
+// Park and skip ask for a reason on the prompt line (recorded in the audit row and
+// in the event's last_error); the other actions ask y/N.
+func needsReason(a inspect.Action) bool { return a == inspect.Park || a == inspect.Skip }
 
 // pendingAction is an action waiting for its confirmation, bound to the ids
 // captured when the key was pressed.
 type pendingAction struct {
+	// pause, when set, is "pause" or "resume": the relay, not events.
+	pause  string
 	action inspect.Action
 	ids    []string
-	from   eventstate.State
+	from   wire.State
 	view   viewID
+	// returnTo is the mode after the prompt when it is not the normal one (the
+	// aggregate timeline, or a detail opened from it).
+	returnTo mode
+	// reason is what is typed for park and skip.
+	reason []rune
 }
 
 type actionDoneMsg struct {
@@ -60,9 +69,12 @@ func (m *Model) actionKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	if !ok {
 		return nil, false
 	}
+	if m.mode == modeAggregate || (m.mode == modeDetail && m.detailFrom == modeAggregate) {
+		return m.aggregateAction(a), true
+	}
 	lv := listViews[m.view]
 	if lv == nil {
-		m.setStatus(fmt.Sprintf("%s works on events: open Pending, Leased, Failed or Published", a), true)
+		m.setStatus(fmt.Sprintf("%s works on events: open %s", a, viewsFor(a)), true)
 		return nil, true
 	}
 	applies := false
@@ -70,7 +82,7 @@ func (m *Model) actionKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 		applies = applies || x == a
 	}
 	if !applies {
-		m.setStatus(fmt.Sprintf("%s does not apply to %s events", a, strings.ToLower(lv.title)), true)
+		m.setStatus(fmt.Sprintf("%s does not apply to %s events: open %s", a, strings.ToLower(lv.title), viewsFor(a)), true)
 		return nil, true
 	}
 	var ids []string
@@ -90,8 +102,32 @@ func (m *Model) actionKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	return nil, true
 }
 
-// prompt is the confirm line: the action, the count and the ids.
+// viewsFor names the views where action a applies, in tab order ("Failed or Pending").
+func viewsFor(a inspect.Action) string {
+	var names []string
+	for v := range viewCount {
+		if lv := listViews[v]; lv != nil && slices.Contains(lv.actions, a) {
+			names = append(names, itoa(int(v)+1)+" "+lv.title)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return "no view"
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// prompt is the confirm line: the action, the count, the answer and then the ids,
+// so that a narrow terminal cuts the ids, not the question.
 func (p *pendingAction) prompt() string {
+	if p.pause == "pause" {
+		return "Pause the relay? Nothing is published until it is resumed [y/N]"
+	}
+	if p.pause == "resume" {
+		return "Resume the relay? [y/N]"
+	}
 	shown := p.ids
 	if len(shown) > 3 {
 		shown = shown[:3]
@@ -104,7 +140,38 @@ func (p *pendingAction) prompt() string {
 	if n := len(p.ids) - len(shown); n > 0 {
 		list += fmt.Sprintf(" +%d more", n)
 	}
-	return fmt.Sprintf("%s %s (%s)? y confirms, any other key cancels [y/N]", verb(p.action), events(len(p.ids)), list)
+	if needsReason(p.action) {
+		return fmt.Sprintf("%s %s (%s)? reason: %s█", verb(p.action), events(len(p.ids)), list, string(p.reason))
+	}
+	return fmt.Sprintf("%s %s? [y/N] (%s)", verb(p.action), events(len(p.ids)), list)
+}
+
+// reasonKey edits the reason of a park or skip: enter runs it once a reason is
+// typed, esc cancels, other keys type.
+func (m *Model) reasonKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
+	p := m.confirm
+	switch msg.String() {
+	case "enter":
+		if strings.TrimSpace(string(p.reason)) == "" {
+			m.setStatus("", false)
+			return nil, true // the prompt stays: a reason is required
+		}
+		return nil, false
+	case "esc":
+		return nil, false
+	case "backspace":
+		if n := len(p.reason); n > 0 {
+			p.reason = p.reason[:n-1]
+		}
+		return nil, true
+	case "ctrl+u":
+		p.reason = nil
+		return nil, true
+	}
+	if t := msg.Key().Text; t != "" && len(p.reason) < 200 {
+		p.reason = append(p.reason, []rune(Sanitize(t))...)
+	}
+	return nil, true
 }
 
 func verb(a inspect.Action) string {
@@ -129,22 +196,42 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // confirmKey: y runs the action; any other key cancels it.
 func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 	p := m.confirm
+	if p.action != "" && needsReason(p.action) {
+		if cmd, typing := m.reasonKey(msg); typing {
+			return cmd
+		}
+	}
 	m.confirm, m.mode = nil, modeNormal
 	if m.detail.id != "" && p.view == m.view && len(p.ids) == 1 && p.ids[0] == m.detail.id {
 		m.mode = modeDetail
 	}
-	if msg.String() != "y" {
+	if p.returnTo != modeNormal {
+		m.mode = p.returnTo
+	}
+	confirmed := msg.String() == "y"
+	if p.action != "" && needsReason(p.action) {
+		confirmed = msg.String() == "enter"
+	}
+	if !confirmed {
 		m.setStatus("cancelled: nothing changed", false)
 		return nil
+	}
+	if p.pause != "" {
+		return m.runPause(p.pause)
 	}
 	m.setStatus(fmt.Sprintf("%s %s…", p.action, events(len(p.ids))), false)
 	in, ctx := m.opts.Inspector, m.opts.Context
 	req := inspect.Request{Action: p.action, IDs: p.ids, From: p.from, Actor: m.opts.Actor}
-	if p.action == inspect.Park || p.action == inspect.Skip {
-		req.Reason = ConsoleReason
+	if needsReason(p.action) {
+		req.Reason = strings.TrimSpace(string(p.reason))
 	}
 	if p.action == inspect.Archive {
 		req.From = ""
+	}
+	if p.action == inspect.Skip && p.from == wire.Pending {
+		// In Pending the events that block an aggregate are the scheduled ones;
+		// a ready event is left alone and counted as such.
+		req.From = wire.Scheduled
 	}
 	return func() tea.Msg {
 		res, err := in.Do(ctx, req)
@@ -162,6 +249,9 @@ func (m *Model) actionDone(msg actionDoneMsg) tea.Cmd {
 		s += fmt.Sprintf("; %d had left %s and were not touched", left, msg.req.from)
 	}
 	m.setStatus(s, false)
+	if msg.req.action == inspect.Archive {
+		m.publishedFloor = 0 // the published total went down for real
+	}
 	if t := m.tables[msg.req.view]; t != nil {
 		t.clearMarks()
 	}

@@ -17,30 +17,58 @@ import (
 )
 
 // detailModel shows one event: every column, the payload pretty-printed, headers,
-// Kafka coordinates and the inboxes that hold it, in a scrollable viewport.
+// Kafka coordinates and the inboxes that hold it, in a scrollable viewport whose
+// long lines wrap. It is read again with every refresh, so ages and state move.
 type detailModel struct {
 	id      string
 	title   string
 	loading bool
 	vp      viewport.Model
+	// big: the event's payload is past what the view shows; it is read again every
+	// 10 s rather than every refresh (megabytes a second for a poison event).
+	big    bool
+	readAt time.Time
+	// content is the row as last read; trace the Kafka record and the audit rows,
+	// read once when the event is opened (a fetch from Kafka per refresh would be
+	// a consumer per viewer per second).
+	content string
+	trace   string
 }
 
 type detailMsg struct {
 	id      string
 	title   string
 	content string // sanitized
+	big     bool
 	err     error
 }
 
+// refreshDetail reads the open event again (nil when none is open or a read runs).
+func (m *Model) refreshDetail() tea.Cmd {
+	if m.mode != modeDetail || m.detail.id == "" || m.detail.loading {
+		return nil
+	}
+	if m.detail.big && m.now().Sub(m.detail.readAt) < 10*time.Second {
+		return nil
+	}
+	return m.openDetail(m.detail.id)
+}
+
 func (m *Model) openDetail(id string) tea.Cmd {
+	var trace tea.Cmd
 	if m.detail.id != id {
 		m.detail.vp = viewport.New()
+		// Wrapped, not cut: a long error or payload string is read whole.
+		m.detail.vp.SoftWrap = true
+		m.detail.content, m.detail.trace = "", traceLoading
 		m.layout()
+		in, ctx, now, kafka := m.opts.Inspector, m.opts.Context, m.opts.Now, m.opts.Kafka
+		trace = func() tea.Msg { return loadTrace(ctx, in, kafka, now, id) }
 	}
-	m.detail.id, m.detail.loading = id, true
+	m.detail.id, m.detail.loading, m.detail.readAt = id, true, m.now()
 	m.mode = modeDetail
 	in, ctx, now := m.opts.Inspector, m.opts.Context, m.opts.Now
-	return func() tea.Msg { return loadDetail(ctx, in, now, id) }
+	return tea.Batch(func() tea.Msg { return loadDetail(ctx, in, now, id) }, trace)
 }
 
 func loadDetail(ctx context.Context, in *inspect.Inspector, now func() time.Time, id string) detailMsg {
@@ -51,7 +79,8 @@ func loadDetail(ctx context.Context, in *inspect.Inspector, now func() time.Time
 	if err != nil {
 		return detailMsg{id: id, err: err}
 	}
-	return detailMsg{id: id, title: Sanitize(d.EventType) + " " + Sanitize(d.EventID), content: detailText(d, now())}
+	return detailMsg{id: id, title: Sanitize(d.EventType) + " " + Sanitize(d.EventID), content: detailText(d, now()),
+		big: d.PayloadBytes > detailMaxText}
 }
 
 // detailText lays out an event. Every piece of event data passes through Sanitize
@@ -104,14 +133,14 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 	line("replay_of", Sanitize(d.ReplayOf))
 	if d.LastError != "" {
 		b.WriteString("\nLAST ERROR\n")
-		b.WriteString(indent(SanitizeText(d.LastError)))
+		b.WriteString(indent(bounded(SanitizeText(d.LastError))))
 	}
 	if len(d.Headers) > 0 && string(d.Headers) != "null" {
 		b.WriteString("\nHEADERS\n")
-		b.WriteString(indent(SanitizeText(pretty(d.Headers))))
+		b.WriteString(indent(bounded(SanitizeText(pretty(d.Headers)))))
 	}
 	fmt.Fprintf(&b, "\nPAYLOAD (%d bytes)\n", d.PayloadBytes)
-	b.WriteString(indent(SanitizeText(pretty(d.Payload))))
+	b.WriteString(indent(bounded(SanitizeText(pretty(d.Payload)))))
 	if len(d.Consumed) > 0 {
 		b.WriteString("\nINBOXES\n")
 		for _, c := range d.Consumed {
@@ -125,6 +154,34 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// Bounds on the text the detail view wraps: wrapping measures every line on each
+// draw, and a poison event's payload can be megabytes on one line.
+const (
+	detailMaxLine = 4096
+	detailMaxText = 64 << 10
+)
+
+// bounded cuts lines past detailMaxLine bytes and the text past detailMaxText, and
+// says so where it cut.
+func bounded(s string) string {
+	total := len(s)
+	cut := false
+	if len(s) > detailMaxText {
+		s, cut = s[:detailMaxText], true
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if len(l) > detailMaxLine {
+			lines[i] = strings.ToValidUTF8(l[:detailMaxLine], "") + fmt.Sprintf(" … (line cut: %d more bytes)", len(l)-detailMaxLine)
+		}
+	}
+	s = strings.Join(lines, "\n")
+	if cut {
+		s = strings.ToValidUTF8(s, "") + fmt.Sprintf("\n… (cut: %d of %d bytes shown)", detailMaxText, total)
+	}
+	return s
 }
 
 func pretty(raw json.RawMessage) string {
@@ -143,14 +200,20 @@ func (d *detailModel) set(msg detailMsg) {
 	if msg.id != d.id {
 		return // the operator moved on
 	}
-	d.loading = false
+	d.loading, d.big = false, msg.big
 	if msg.err != nil {
 		d.vp.SetContent("could not load the event: " + Sanitize(msg.err.Error()))
 		return
 	}
 	d.title = msg.title
+	d.content = msg.content
+	d.show()
+}
+
+// show puts the row and the trace in the viewport, where the reader left it.
+func (d *detailModel) show() {
 	y := d.vp.YOffset()
-	d.vp.SetContent(msg.content)
+	d.vp.SetContent(d.content + "\n\n" + d.trace)
 	d.vp.SetYOffset(y)
 }
 
@@ -163,20 +226,13 @@ func (d *detailModel) key(m *Model, msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
 	switch {
 	case key.Matches(msg, k.Back), key.Matches(msg, k.Detail):
-		m.mode = modeNormal
+		m.mode, m.detailFrom = m.detailFrom, modeNormal
 		d.id = ""
-	case key.Matches(msg, k.Up):
-		d.vp.ScrollUp(1)
-	case key.Matches(msg, k.Down):
-		d.vp.ScrollDown(1)
-	case key.Matches(msg, k.PageUp):
-		d.vp.PageUp()
-	case key.Matches(msg, k.PageDown):
-		d.vp.PageDown()
-	case key.Matches(msg, k.Top):
-		d.vp.GotoTop()
-	case key.Matches(msg, k.Bottom):
-		d.vp.GotoBottom()
+		if m.mode == modeAggregate {
+			return m.loadAggregate()
+		}
+	default:
+		k.scroll(&d.vp, msg)
 	}
 	return nil
 }
@@ -188,4 +244,26 @@ func (d *detailModel) view(st styles, w int) string {
 	}
 	pct := fmt.Sprintf(" %3.0f%% ", d.vp.ScrollPercent()*100)
 	return st.section.Render(fit(title, w-len(pct), false)) + st.dim.Render(pct) + "\n" + d.vp.View()
+}
+
+// scroll moves a viewport by the movement keys (up, down, page, top, bottom); it
+// reports whether msg was one of them.
+func (k KeyMap) scroll(vp *viewport.Model, msg tea.KeyPressMsg) bool {
+	switch {
+	case key.Matches(msg, k.Up):
+		vp.ScrollUp(1)
+	case key.Matches(msg, k.Down):
+		vp.ScrollDown(1)
+	case key.Matches(msg, k.PageUp):
+		vp.PageUp()
+	case key.Matches(msg, k.PageDown):
+		vp.PageDown()
+	case key.Matches(msg, k.Top):
+		vp.GotoTop()
+	case key.Matches(msg, k.Bottom):
+		vp.GotoBottom()
+	default:
+		return false
+	}
+	return true
 }

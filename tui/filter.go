@@ -7,12 +7,24 @@ import (
 // filterKey edits the filter line: printable text is typed, backspace deletes,
 // enter applies, esc cancels.
 func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch s := msg.String(); {
+	case m.audit.filtering && (s == "esc" || s == "enter"):
+		return m.auditFilterDone(s == "enter")
+	}
 	switch msg.String() {
 	case "esc":
 		m.mode = modeNormal
 		return nil
 	case "enter":
 		m.mode = modeNormal
+		if m.view == viewOverview {
+			typ, id, ok := aggregateOf(string(m.filterInput))
+			if !ok {
+				m.setStatus("in the Overview, / opens an aggregate: agg:TYPE/ID", true)
+				return nil
+			}
+			return m.openAggregate(typ, id)
+		}
 		q, err := parseQuery(string(m.filterInput))
 		if err != nil {
 			m.setStatus("filter: "+err.Error(), true)
@@ -21,7 +33,7 @@ func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.filters[m.view] = q
 		if t := m.tables[m.view]; t != nil {
 			t.cursor, t.offset = 0, 0
-			t.rows = nil
+			t.rows, t.loaded, t.want = nil, false, 0
 		}
 		m.setStatus("", false)
 		return m.startLoad()

@@ -119,7 +119,7 @@ func TestResetLeaseFromDetail(t *testing.T) {
 		t.Fatalf("detail does not show the leased event:\n%s", b.text())
 	}
 	b.keys("l")
-	if !strings.Contains(b.text(), "Reset the lease of 1 event (c0000001)") {
+	if !strings.Contains(b.text(), "Reset the lease of 1 event? [y/N] (c0000001)") {
 		t.Fatalf("prompt:\n%s", b.text())
 	}
 	b.keys("y")
@@ -154,8 +154,16 @@ func TestPausedRelayIsImpossibleToMiss(t *testing.T) {
 	r := &fakeRelay{}
 	b := setup(t, Options{Relay: r})
 	b.keys("p")
+	if !strings.Contains(b.text(), "Pause the relay? Nothing is published until it is resumed [y/N]") {
+		t.Fatalf("p does not ask first:\n%s", b.text())
+	}
+	b.keys("n")
+	if r.paused {
+		t.Fatal("p paused the relay although the prompt was answered n")
+	}
+	b.keys("p", "y")
 	if !r.paused {
-		t.Fatal("p did not pause the relay")
+		t.Fatal("p, y did not pause the relay")
 	}
 	for _, v := range []string{"1", "2", "3", "4", "5", "6", "?"} {
 		b.keys(v)
@@ -167,7 +175,7 @@ func TestPausedRelayIsImpossibleToMiss(t *testing.T) {
 	}
 	b.keys("1")
 	golden(t, "paused-80x24", b.screen())
-	b.keys("p")
+	b.keys("p", "y")
 	if r.paused || strings.Contains(b.text(), "RELAY PAUSED") {
 		t.Errorf("p did not resume the relay:\n%s", b.text())
 	}

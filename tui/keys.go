@@ -10,6 +10,7 @@ type KeyMap struct {
 	Up, Down, Top, Bottom, PageUp, PageDown key.Binding
 	Detail, Back, Filter, Mark, MarkAll     key.Binding
 	Sort, Reverse                           key.Binding
+	Aggregate, AuditLog                     key.Binding
 
 	// Actions: absent from help and refused in read-only mode.
 	Retry, ResetLease, Archive, Park, Skip, Pause key.Binding
@@ -37,9 +38,13 @@ func DefaultKeyMap() KeyMap {
 		Back:     b([]string{"esc"}, "esc", "back / clear marks"),
 		Filter:   b([]string{"/"}, "/", "filter"),
 		Mark:     b([]string{"space"}, "space", "mark"),
-		MarkAll:  b([]string{"ctrl+a"}, "ctrl+a", "mark all"),
-		Sort:     b([]string{"o"}, "o", "sort column"),
-		Reverse:  b([]string{"O"}, "O", "reverse sort"),
+		// ctrl+a is GNU screen's prefix and often tmux's: * works under both.
+		MarkAll: b([]string{"*", "ctrl+a"}, "*", "mark all listed"),
+		Sort:    b([]string{"o"}, "o", "sort column"),
+		Reverse: b([]string{"O"}, "O", "reverse sort"),
+		// A, not a: a archives.
+		Aggregate: b([]string{"A"}, "A", "aggregate timeline"),
+		AuditLog:  b([]string{"L"}, "L", "audit log"),
 
 		Retry:      b([]string{"r"}, "r", "retry"),
 		ResetLease: b([]string{"l"}, "l", "reset lease"),

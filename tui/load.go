@@ -18,6 +18,7 @@ type loadRequest struct {
 	filter query
 	sort   inspect.Sort
 	desc   bool
+	want   int // rows to load: pages of up to 1000 are read until there are this many
 }
 
 // loadedMsg is a finished load. Everything in it is already sanitized.
@@ -25,7 +26,8 @@ type loadedMsg struct {
 	req      loadRequest
 	overview overviewVM
 	rows     []row
-	more     bool // the list had more rows than the limit
+	more     bool          // the list had more rows than were loaded
+	total    inspect.Count // the rows matching the view's state and filter
 	err      error
 	took     time.Duration
 }
@@ -52,35 +54,48 @@ func (m *Model) startLoad() tea.Cmd {
 	req := loadRequest{view: m.view}
 	if lv := listViews[m.view]; lv != nil {
 		t := m.tables[m.view]
-		req.list, req.filter, req.sort, req.desc = lv, m.filters[m.view], t.sort, t.desc
+		req.list, req.filter, req.sort, req.desc, req.want = lv, m.filters[m.view], t.sort, t.desc, max(t.want, m.opts.Limit)
 	}
-	in, relay, extras, ctx, limit, now := m.opts.Inspector, m.opts.Relay, m.opts.Extras, m.opts.Context, m.opts.Limit, m.opts.Now
-	return func() tea.Msg { return load(ctx, in, relay, extras, limit, now, req) }
+	in, snaps, relay, extras, ctx, limit, now := m.opts.Inspector, m.opts.Snapshots, m.opts.Relay, m.opts.Extras, m.opts.Context, m.opts.Limit, m.opts.Now
+	return tea.Batch(func() tea.Msg { return load(ctx, in, snaps, relay, extras, limit, now, req) }, m.startLagLoad())
 }
 
-func load(ctx context.Context, in *inspect.Inspector, relay Relay, extras []Extra, limit int, now func() time.Time, req loadRequest) loadedMsg {
+func load(ctx context.Context, in *inspect.Inspector, snaps SnapshotSource, relay Relay, extras []Extra, limit int, now func() time.Time, req loadRequest) loadedMsg {
 	start := now()
 	msg := loadedMsg{req: req}
-	snap, err := in.Snapshot(ctx)
+	snap, err := snaps.Snapshot(ctx)
 	if err != nil {
 		msg.err = err
 		return msg
 	}
 	msg.overview = newOverviewVM(snap, relay, extras)
 	if req.list != nil {
-		page, err := in.List(ctx, inspect.ListOptions{
-			State: req.list.state, Filter: req.filter.filter, Sort: req.sort, Desc: req.desc, Limit: limit,
-		})
+		// Keyset pages (ties broken by seq), read until the rows wanted are loaded.
+		var after string
+		for len(msg.rows) < req.want {
+			page, err := in.List(ctx, inspect.ListOptions{
+				State: req.list.state, Filter: req.filter.filter, Sort: req.sort, Desc: req.desc,
+				Limit: min(req.want-len(msg.rows), 1000), After: after,
+			})
+			if err != nil {
+				msg.err = err
+				return msg
+			}
+			for _, e := range page.Events {
+				msg.rows = append(msg.rows, newRow(e))
+			}
+			after, msg.more = page.Next, page.Next != ""
+			if after == "" {
+				break
+			}
+		}
+		msg.total, err = in.CountMatching(ctx, req.list.state, req.filter.filter)
 		if err != nil {
 			msg.err = err
 			return msg
 		}
-		msg.more = page.Next != ""
-		for _, e := range page.Events {
-			r := newRow(e)
-			if req.filter.matches(r) {
-				msg.rows = append(msg.rows, r)
-			}
+		if !msg.total.Estimate || msg.total.Value < int64(len(msg.rows)) {
+			msg.total.Value = max(msg.total.Value, int64(len(msg.rows)))
 		}
 	}
 	msg.took = now().Sub(start)
@@ -88,12 +103,12 @@ func load(ctx context.Context, in *inspect.Inspector, relay Relay, extras []Extr
 }
 
 // query is a parsed filter: "type:", "agg:", "aggtype:", "id:" and "err:" terms
-// go to the database (inspect.Filter); bare words must each appear in the event
-// type, aggregate, event id or last error of a listed row.
+// and bare words (each must appear in the event type, aggregate, event id or last
+// error) all go to the database (inspect.Filter), so they search every event, not
+// only the loaded ones.
 type query struct {
 	text   string
 	filter inspect.Filter
-	words  []string
 }
 
 func parseQuery(s string) (query, error) {
@@ -112,26 +127,14 @@ func parseQuery(s string) (query, error) {
 				q.filter.AggregateType = v
 				continue
 			case "id":
-				q.filter.IDPrefix = strings.ToLower(v)
+				q.filter.IDPart = strings.ToLower(v)
 				continue
 			case "err":
 				q.filter.ErrorContains = v
 				continue
 			}
 		}
-		q.words = append(q.words, strings.ToLower(f))
+		q.filter.Words = append(q.filter.Words, f)
 	}
 	return q, q.filter.Validate()
-}
-
-func (q query) matches(r row) bool {
-	for _, w := range q.words {
-		if !strings.Contains(strings.ToLower(r.eventType), w) &&
-			!strings.Contains(strings.ToLower(r.aggregate), w) &&
-			!strings.HasPrefix(r.id, w) &&
-			!strings.Contains(strings.ToLower(r.lastError), w) {
-			return false
-		}
-	}
-	return true
 }

@@ -14,6 +14,8 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/outboxtop/outboxtop/inspect"
 )
 
 type mode int
@@ -24,6 +26,8 @@ const (
 	modeConfirm
 	modeHelp
 	modeDetail
+	modeAggregate
+	modeAudit
 )
 
 // MinWidth and MinHeight are the smallest terminal the console draws in.
@@ -49,7 +53,14 @@ type Model struct {
 	filterInput []rune
 
 	overview overviewVM
-	rates    []float64
+	trend    trend
+	// publishedFloor keeps the estimated published total from going down between
+	// refreshes (the statistics it comes from move in steps); an archive resets it.
+	publishedFloor int64
+	// errAt and pubAtErr: the relay's last error and its published total when that
+	// error was first seen, to tell a resolved error from a current one.
+	errAt    time.Time
+	pubAtErr uint64
 
 	loading, reloadWanted   bool
 	loaded                  bool
@@ -62,6 +73,15 @@ type Model struct {
 	statusBad bool
 	confirm   *pendingAction
 	detail    detailModel
+	consumers consumersState
+	// detailFrom is the mode esc returns to from the detail (the aggregate
+	// timeline it was opened from, or normal).
+	detailFrom mode
+	aggregate  aggregateModel
+	audit      auditModel
+	// blockedCursor picks a blocked aggregate in the Overview (enter opens it);
+	// blockedShown is how many the last drawing showed.
+	blockedCursor, blockedShown int
 }
 
 // New returns the console's model. Run it with Run, or drive Update directly.
@@ -113,8 +133,20 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(cmds...)
 	case loadedMsg:
 		return m, m.onLoaded(msg)
+	case lagLoadedMsg:
+		m.onLagLoaded(msg)
+		return m, nil
 	case detailMsg:
 		m.detail.set(msg)
+		return m, nil
+	case traceMsg:
+		m.detail.setTrace(msg)
+		return m, nil
+	case timelineMsg:
+		m.aggregate.set(msg, m.now())
+		return m, nil
+	case auditMsg:
+		m.audit.set(msg, m.now())
 		return m, nil
 	case actionDoneMsg:
 		return m, m.actionDone(msg)
@@ -139,21 +171,38 @@ func (m *Model) onLoaded(msg loadedMsg) tea.Cmd {
 		m.loaded = true
 		m.lastLoaded = m.now()
 		m.overview = msg.overview
-		m.rates = append(m.rates, msg.overview.published.RatePerSecond)
-		if len(m.rates) > 60 {
-			m.rates = m.rates[len(m.rates)-60:]
+		m.trend.add(msg.overview.sample)
+		if p := &m.overview.counts.Published; p.Estimate {
+			p.Value = max(p.Value, m.publishedFloor)
+		}
+		m.publishedFloor = m.overview.counts.Published.Value
+		if r := m.overview.relay; r != nil && !r.LastErrorAt.Equal(m.errAt) {
+			m.errAt, m.pubAtErr = r.LastErrorAt, r.Published
 		}
 		if t := m.tables[msg.req.view]; t != nil && msg.req.filter.text == m.filters[msg.req.view].text &&
 			msg.req.sort == t.sort && msg.req.desc == t.desc {
 			t.SetRows(msg.rows)
-			t.more = msg.more
+			t.more, t.total, t.loaded = msg.more, msg.total, true
+			if c, ok := m.stateCount(msg.req.view); ok && msg.req.filter.text == "" && (c.Estimate || msg.total.Estimate) {
+				// Unfiltered, the list's total is the tab's number: two estimates of
+				// one thing must not disagree on screen.
+				t.total = inspect.Count{Value: max(c.Value, int64(len(msg.rows))), Estimate: c.Estimate}
+			}
 		}
 	}
+	// A banner (paused relay, broker unreachable) takes a line from the body.
+	m.layout()
 	if m.reloadWanted {
 		return m.startLoad()
 	}
+	if msg.err == nil {
+		return tea.Batch(m.refreshDetail(), m.refreshAggregate(), m.refreshAudit())
+	}
 	return nil
 }
+
+// tooSmall: the terminal is below MinWidth×MinHeight (or its size is not known yet).
+func (m *Model) tooSmall() bool { return m.width < MinWidth || m.height < MinHeight }
 
 // layout gives the components their sizes.
 func (m *Model) layout() {
@@ -162,6 +211,8 @@ func (m *Model) layout() {
 		t.SetSize(w, h-1)
 	}
 	m.detail.setSize(w, h)
+	m.aggregate.setSize(w, h)
+	m.audit.setSize(w, h)
 	m.help.SetWidth(w)
 }
 
@@ -174,6 +225,29 @@ func (m *Model) bodySize() (int, int) {
 	return m.width, max(h, 1)
 }
 
+// stateCount is the Overview's count for a list view's state.
+func (m *Model) stateCount(v viewID) (inspect.Count, bool) {
+	c := m.overview.counts
+	switch v {
+	case viewPending:
+		return inspect.Count{Value: c.Pending, Estimate: c.Approx.Pending}, true
+	case viewLeased:
+		return inspect.Count{Value: c.Leased, Estimate: c.Approx.Leased}, true
+	case viewFailed:
+		return inspect.Count{Value: c.Failed, Estimate: c.Approx.Failed}, true
+	case viewPublished:
+		return c.Published, true
+	}
+	return inspect.Count{}, false
+}
+
+// errorResolved: the relay's last error is history, the broker answers and events
+// have been published since it was first seen.
+func (m *Model) errorResolved() bool {
+	r := m.overview.relay
+	return r != nil && r.BrokerReachable && r.Published > m.pubAtErr
+}
+
 func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = s, bad }
 
 // switchView shows view v and loads it.
@@ -184,6 +258,13 @@ func (m *Model) switchView(v viewID) tea.Cmd {
 }
 
 func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
+	if m.tooSmall() {
+		// Nothing is drawn but the size notice: no key may act unseen.
+		if key.Matches(msg, m.keys.Quit) {
+			return tea.Quit
+		}
+		return nil
+	}
 	switch m.mode {
 	case modeConfirm:
 		return m.confirmKey(msg)
@@ -221,6 +302,15 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	if m.mode == modeDetail {
 		return m.detail.key(m, msg)
 	}
+	if m.mode == modeAggregate {
+		return m.aggregate.key(m, msg)
+	}
+	if m.mode == modeAudit {
+		return m.audit.key(m, msg)
+	}
+	if key.Matches(msg, k.AuditLog) {
+		return m.openAudit()
+	}
 	switch {
 	case key.Matches(msg, k.NextView):
 		return m.switchView(m.view + 1)
@@ -229,6 +319,9 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.JumpView):
 		return m.switchView(viewID(msg.String()[0] - '1'))
 	}
+	if m.view == viewOverview {
+		return m.overviewKey(msg)
+	}
 	t := m.tables[m.view]
 	if t == nil {
 		return nil
@@ -236,7 +329,12 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, k.Detail):
 		if r, ok := t.current(); ok {
+			m.detailFrom = modeNormal
 			return m.openDetail(r.id)
+		}
+	case key.Matches(msg, k.Aggregate):
+		if r, ok := t.current(); ok {
+			return m.openAggregate(r.rawType, r.rawID)
 		}
 	case key.Matches(msg, k.Back):
 		if len(t.markOrder) > 0 {
@@ -271,6 +369,11 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.startLoad()
 	default:
 		t.Update(msg, k)
+		if t.more && t.cursor >= len(t.rows)-1 {
+			// At the end of what is loaded: the next page.
+			t.want = max(t.want, m.opts.Limit) + m.opts.Limit
+			return m.startLoad()
+		}
 	}
 	return nil
 }
@@ -299,19 +402,41 @@ func (m *Model) setRefresh(dir int) tea.Cmd {
 	return m.tick()
 }
 
-// togglePause pauses or resumes the embedded relay.
+// togglePause asks to pause or resume the embedded relay: pausing stops
+// publishing for everyone the relay serves, so it goes through the confirm prompt
+// like every other action.
 func (m *Model) togglePause() tea.Cmd {
 	r := m.opts.Relay
 	if r == nil {
 		m.setStatus("no relay is embedded in this console (--no-relay)", true)
 		return nil
 	}
+	what := "pause"
+	if r.Status().Paused {
+		what = "resume"
+	}
+	m.confirm = &pendingAction{pause: what, view: m.view}
+	m.mode = modeConfirm
+	return nil
+}
+
+// runPause pauses or resumes the relay, off the UI loop.
+func (m *Model) runPause(what string) tea.Cmd {
+	r := m.opts.Relay
 	return func() tea.Msg {
-		if r.Status().Paused {
+		// Pause and resume are audited first and refused when the audit row cannot
+		// be written: the state read back says whether it happened.
+		if what == "resume" {
 			r.Resume()
+			if r.Status().Paused {
+				return statusMsg{text: "relay not resumed: the audit row could not be written", bad: true}
+			}
 			return statusMsg{text: "relay resumed"}
 		}
 		r.Pause()
+		if !r.Status().Paused {
+			return statusMsg{text: "relay not paused: the audit row could not be written", bad: true}
+		}
 		return statusMsg{text: "relay paused: nothing is published until p resumes it"}
 	}
 }

@@ -34,9 +34,26 @@ type Options struct {
 	// Extras are additional keys, for example the demo's fault switches. They appear
 	// in the help screen under "extras" only when present.
 	Extras []Extra
+	// Consumers is where the Consumers view reads the consumer groups' lag; nil
+	// when no brokers are known (the view then shows the inboxes alone).
+	Consumers ConsumerLag
+	// Kafka, when set, reads an event's record back from Kafka in its detail view
+	// (once when the detail opens); nil: the detail says it was not read.
+	Kafka inspect.KafkaClient
 	// Terminal is a remote terminal to run on instead of the process's own (an SSH
 	// session under outboxtop serve); nil for the local terminal.
 	Terminal *Terminal
+	// Snapshots supplies the Overview's snapshot, which every load reads (the
+	// tabs show its counts); Inspector when nil. outboxtop serve shares one
+	// source among all its sessions, so the database sees one snapshot per
+	// refresh however many consoles are open; lists and detail stay per session.
+	Snapshots SnapshotSource
+}
+
+// SnapshotSource supplies the Overview's snapshot; *inspect.Inspector is one.
+// A snapshot may be shared between consoles: the console never changes one.
+type SnapshotSource interface {
+	Snapshot(ctx context.Context) (inspect.Snapshot, error)
 }
 
 // Relay is what the console needs of an embedded relay: relay.Relay satisfies it
@@ -90,5 +107,8 @@ func (o *Options) defaults() {
 	}
 	if o.Inspector != nil && o.Inspector.IsReadOnly() {
 		o.ReadOnly = true
+	}
+	if o.Snapshots == nil && o.Inspector != nil {
+		o.Snapshots = o.Inspector
 	}
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // overviewVM is a Snapshot (and the relay's status) as the view model holds it:
@@ -19,16 +21,24 @@ type overviewVM struct {
 	expiredLeases int64
 	oldestPending time.Duration
 	oldestReady   time.Duration
-	nextScheduled *time.Time
-	published     inspect.PublishedRecent
-	blockedCount  int64
-	blocked       []blockedVM
-	failedByError []inspect.Group
-	inbox         []inspect.Consumer
-	tables        []inspect.TableHealth
-	xmin          *inspect.XminHolder
-	relay         *RelayStatus
-	extras        []string
+	// oldestPublishable: the relay's lag (ready and not waiting behind a blocker);
+	// publishableApprox: none among the rows read, so at least this old.
+	oldestPublishable time.Duration
+	publishableApprox bool
+	nextScheduled     *time.Time
+	published         inspect.PublishedRecent
+	partial           bool
+	failedGroupsOf    int64
+	sample            trendSample
+	blockedCount      int64
+	blockedEstimate   bool
+	blocked           []blockedVM
+	failedByError     []inspect.Group
+	inbox             []inspect.Consumer
+	tables            []inspect.TableHealth
+	xmin              *inspect.XminHolder
+	relay             *RelayStatus
+	extras            []string
 }
 
 type blockedVM struct {
@@ -47,7 +57,14 @@ func newOverviewVM(s inspect.Snapshot, relay Relay, extras []Extra) overviewVM {
 		nextScheduled: s.NextScheduledAt,
 		published:     s.Published,
 		blockedCount:  s.Blocked.Count,
-		tables:        s.Health.Tables,
+		tables:        slices.Clone(s.Health.Tables), // sanitized below; the snapshot may be shared
+
+		oldestPublishable: s.OldestPublishableAge.Duration(),
+		publishableApprox: s.OldestPublishableApprox,
+		partial:           s.Partial,
+		failedGroupsOf:    s.FailedGroupsOf,
+		sample:            sampleOf(s),
+		blockedEstimate:   s.Blocked.Estimate,
 	}
 	for _, b := range s.Blocked.Aggregates {
 		vm.blocked = append(vm.blocked, blockedVM{
@@ -117,35 +134,82 @@ func sparkline(samples []float64, width int) string {
 	return b.String()
 }
 
+// num is a count as the console shows it: "~" before an estimate.
+func num(n int64, estimate bool) string {
+	if estimate {
+		return "~" + itoa64(n)
+	}
+	return itoa64(n)
+}
+
+// rate is events per second, to one decimal.
+func rate(r float64) string { return fmt.Sprintf("%.1f/s", r) }
+
 // viewOverview draws the Overview in w×h.
 func (m *Model) viewOverview(w, h int) string {
 	vm, st, now := m.overview, m.styles, m.now()
 	since := vm.since(now)
-	kv := func(k, v string) string { return fmt.Sprintf("%-15s %s", k, v) }
+	kv := func(k, v string) string { return fmt.Sprintf("%-14s %s", k, v) }
+	c, a := vm.counts, vm.counts.Approx
 
 	left := []string{st.section.Render("OUTBOX")}
+	left = append(left, kv("ready", num(c.Ready, a.Ready)))
+	if c.Ready > 0 {
+		lag := age(vm.oldestPublishable + since)
+		if vm.publishableApprox {
+			lag = "≥" + lag
+		}
+		if c.Ready-c.Waiting == 0 {
+			lag = "-"
+		}
+		left = append(left, kv(" publishable", num(c.Ready-c.Waiting, a.Ready || a.Waiting)+" · lag "+lag))
+	}
+	if c.Waiting > 0 {
+		left = append(left, kv(" waiting", st.warn.Render(num(c.Waiting, a.Waiting))+" behind blockers"))
+	}
+	sched := num(c.Scheduled, a.Scheduled)
+	if vm.nextScheduled != nil {
+		sched += " · next in " + age(vm.nextScheduled.Sub(now))
+	}
+	leased := num(c.Leased, a.Leased)
+	if vm.expiredLeases > 0 {
+		leased += " · " + st.warn.Render(itoa64(vm.expiredLeases)+" expired")
+	}
 	left = append(left,
-		kv("ready", fmt.Sprint(vm.counts.Ready)),
-		kv("scheduled", fmt.Sprint(vm.counts.Scheduled)),
-		kv("leased", fmt.Sprint(vm.counts.Leased)),
-		kv("failed", failedText(vm.counts.Failed, st)),
-		kv("published", fmt.Sprintf("1m %s · 5m %s · 1h %s", vm.published.Last1m, vm.published.Last5m, vm.published.Last1h)),
+		kv("scheduled", sched),
+		kv("leased", leased),
+		kv("failed", failedText(num(c.Failed, a.Failed), c.Failed, st)),
 	)
-	if vm.counts.Pending > 0 {
+	if c.Pending > 0 {
 		left = append(left, kv("oldest pending", age(vm.oldestPending+since)))
 	} else {
 		left = append(left, kv("oldest pending", "-"))
 	}
-	if vm.counts.Ready > 0 {
-		left = append(left, kv("oldest ready", age(vm.oldestReady+since)))
+	p := vm.published
+	left = append(left,
+		kv("published", "1m "+p.Last1m.String()+" · 5m "+p.Last5m.String()),
+		kv(" last hour", p.Last1h.String()),
+	)
+	tr := m.trend
+	in := st.dim.Render("measuring…")
+	if r, ok := tr.incoming(); ok {
+		in = rate(r)
 	}
-	if vm.expiredLeases > 0 {
-		left = append(left, kv("expired leases", st.warn.Render(fmt.Sprint(vm.expiredLeases))+" (claimable again)"))
+	left = append(left, kv("rate out · in", rate(p.CurrentPerSecond)+" · "+in))
+	backlog := st.dim.Render("measuring…")
+	if r, ok := tr.backlogRate(); ok {
+		switch d, drains := tr.drain(); {
+		case c.Ready+c.Scheduled+c.Leased == 0:
+			backlog = "empty"
+		case drains:
+			backlog = st.good.Render("shrinking") + " · empty in ~" + age(d)
+		case r > 0:
+			backlog = st.warn.Render("growing") + " +" + rate(r)
+		default:
+			backlog = "steady"
+		}
 	}
-	if vm.nextScheduled != nil {
-		left = append(left, kv("next scheduled", "in "+age(vm.nextScheduled.Sub(now))))
-	}
-	left = append(left, kv("throughput", fmt.Sprintf("%s %.1f/s", sparkline(m.rates, 12), vm.published.RatePerSecond)))
+	left = append(left, kv("backlog", backlog), kv("out, 10s", sparkline(tr.currents(), 24)))
 
 	right := []string{st.section.Render("RELAY")}
 	if r := vm.relay; r == nil {
@@ -164,12 +228,18 @@ func (m *Model) viewOverview(w, h int) string {
 			kv("broker", broker),
 			kv("last batch", fmt.Sprintf("%d ev in %s", r.LastBatch, ms(r.LastPublish))),
 			kv("last claim", ms(r.LastClaim)+fmt.Sprintf(" · %d in flight", r.InFlight)),
-			kv("totals", fmt.Sprintf("pub %d · fail %d · retry %d", r.Published, r.Failed, r.Retried)),
+			kv("published", fmt.Sprint(r.Published)),
+			kv("fail · retry", fmt.Sprintf("%d · %d", r.Failed, r.Retried)),
 		)
-		if r.LastError != "" {
-			right = append(right, kv("last error", age(now.Sub(r.LastErrorAt))+" ago"), "  "+st.bad.Render(r.LastError))
-		} else {
+		switch {
+		case r.LastError == "":
 			right = append(right, kv("last error", "-"))
+		case m.errorResolved():
+			right = append(right, kv("last error", st.dim.Render(age(now.Sub(r.LastErrorAt))+" ago, since resolved")))
+			right = append(right, wrapLines(r.LastError, w-w/2-2, 3, st.dim)...)
+		default:
+			right = append(right, kv("last error", st.bad.Render(age(now.Sub(r.LastErrorAt))+" ago")))
+			right = append(right, wrapLines(r.LastError, w-w/2-2, 3, st.bad)...)
 		}
 	}
 	for _, e := range vm.extras {
@@ -180,10 +250,25 @@ func (m *Model) viewOverview(w, h int) string {
 	lines := joinColumns(left, right, colW, w-colW)
 
 	var blocked, failed, tables []string
-	for _, b := range vm.blocked {
-		s := fmt.Sprintf("  %-18s %2d waiting behind %s %s", b.aggregate, b.waiting, b.blocker.short, b.blocker.state)
+	for i, b := range vm.blocked {
+		// How long it has blocked: a failed blocker since it failed; a scheduled
+		// one until its next attempt.
+		state := string(b.blocker.state)
+		switch {
+		case b.blocker.failedAt != nil:
+			state += " " + age(now.Sub(*b.blocker.failedAt))
+		case b.blocker.state == wire.Scheduled && b.blocker.availableAt.After(now):
+			state = "retry in " + age(b.blocker.availableAt.Sub(now))
+		}
+		s := fmt.Sprintf("%-18s %2d waiting behind %s %s", b.aggregate, b.waiting, b.blocker.short, state)
 		if b.blocker.lastError != "" {
 			s += ": " + b.blocker.lastError
+		}
+		// The cursor picks the aggregate enter opens.
+		if i == m.blockedCursor {
+			s = st.cursor.Render(fit("> "+s, w, false))
+		} else {
+			s = "  " + s
 		}
 		blocked = append(blocked, s)
 	}
@@ -193,6 +278,10 @@ func (m *Model) viewOverview(w, h int) string {
 	for _, g := range vm.failedByError {
 		failed = append(failed, fmt.Sprintf("  %5d  %s", g.Count, g.Key))
 	}
+	failedTitle := "FAILED BY ERROR"
+	if vm.failedGroupsOf > 0 {
+		failedTitle += fmt.Sprintf(" (newest %d)", vm.failedGroupsOf)
+	}
 	for _, t := range vm.tables {
 		tables = append(tables, fmt.Sprintf("  %-22s live %-8d dead %-8d %s + idx %s",
 			t.Table, t.LiveTuples, t.DeadTuples, size(t.TableBytes), size(t.IndexBytes)))
@@ -200,16 +289,42 @@ func (m *Model) viewOverview(w, h int) string {
 	if x := vm.xmin; x != nil {
 		tables = append(tables, st.warn.Render(fmt.Sprintf("  vacuum held back %s by %s %s (%s)", age(x.Age.Duration()), x.Kind, x.Name, x.State)))
 	}
-	return clip(append(lines, sections(h-len(lines), st,
-		section{fmt.Sprintf("BLOCKED AGGREGATES (%d)", vm.blockedCount), blocked},
-		section{"FAILED BY ERROR", failed},
-		section{"TABLES", tables},
-	)...), w, h)
+	below := sections(h-len(lines), st,
+		section{"BLOCKED AGGREGATES (" + num(vm.blockedCount, vm.blockedEstimate) + ")", blocked, vm.blockedCount, vm.blockedEstimate},
+		section{title: failedTitle, body: failed},
+		section{title: "TABLES", body: tables},
+	)
+	m.blockedShown = shownBlocked(below, len(vm.blocked))
+	return clip(append(lines, below...), w, h)
+}
+
+// shownBlocked counts the blocked aggregates the laid-out sections show (the
+// section may be cut short, or left out), so the cursor stays on one in view.
+func shownBlocked(lines []string, n int) int {
+	for i, l := range lines {
+		if !strings.HasPrefix(ansi.Strip(l), "BLOCKED AGGREGATES") {
+			continue
+		}
+		shown := 0
+		for _, b := range lines[i+1:] {
+			s := ansi.Strip(b)
+			if s == "" || (strings.HasPrefix(s, "  … ") && strings.HasSuffix(s, " more")) {
+				break
+			}
+			shown++
+		}
+		return min(shown, n)
+	}
+	return 0
 }
 
 type section struct {
 	title string
 	body  []string
+	// total, when set, is how many items the body's lines stand for (the body may
+	// hold only the first few): "… N more" counts from it.
+	total    int64
+	estimate bool
 }
 
 // sections lays out titled sections (a blank line, the title, the body) in room
@@ -230,9 +345,16 @@ func sections(room int, st styles, ss ...section) []string {
 	for i := range ss {
 		body := ss[i].body
 		avail := left - 2 - need(ss[i+1:])
-		if len(body) > avail {
+		total := max(ss[i].total, int64(len(body)))
+		switch {
+		case len(body) > avail:
 			keep := max(avail-1, 0)
-			body = append(body[:keep:keep], st.dim.Render(fmt.Sprintf("  … %d more", len(body)-keep)))
+			body = append(body[:keep:keep], st.dim.Render("  … "+num(total-int64(keep), ss[i].estimate)+" more"))
+		case total > int64(len(body)) && len(body) < avail:
+			body = append(body[:len(body):len(body)], st.dim.Render("  … "+num(total-int64(len(body)), ss[i].estimate)+" more"))
+		case total > int64(len(body)) && len(body) > 0:
+			keep := len(body) - 1
+			body = append(body[:keep:keep], st.dim.Render("  … "+num(total-int64(keep), ss[i].estimate)+" more"))
 		}
 		ss[i].body = body
 		left -= 2 + len(body)
@@ -247,11 +369,27 @@ func sections(room int, st styles, ss ...section) []string {
 	return lines
 }
 
-func failedText(n int64, st styles) string {
+func failedText(text string, n int64, st styles) string {
 	if n > 0 {
-		return st.bad.Render(fmt.Sprint(n))
+		return st.bad.Render(text)
 	}
-	return "0"
+	return text
+}
+
+func itoa64(n int64) string { return fmt.Sprint(n) }
+
+// wrapLines wraps s to width in at most n lines (the last one cut with …), each
+// indented by two spaces and styled.
+func wrapLines(s string, width, n int, style lipgloss.Style) []string {
+	lines := strings.Split(ansi.Wrap(s, max(width, 10), " "), "\n")
+	if len(lines) > n {
+		lines[n-1] = ansi.Truncate(lines[n-1]+" "+strings.Join(lines[n:], " "), max(width, 10), "…")
+		lines = lines[:n]
+	}
+	for i, l := range lines {
+		lines[i] = "  " + style.Render(l)
+	}
+	return lines
 }
 
 // joinColumns sets two lists of lines side by side.
@@ -302,21 +440,4 @@ func size(n int64) string {
 		return fmt.Sprintf("%d kB", n>>10)
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-// viewInbox draws the consumers' inboxes.
-func (m *Model) viewInbox(w, h int) string {
-	st, now := m.styles, m.now()
-	lines := []string{st.header.Render(fit(fmt.Sprintf("%-30s %12s %10s %12s", "CONSUMER", "CONSUMED", "LAST 5M", "LAST"), w, false))}
-	if len(m.overview.inbox) == 0 {
-		lines = append(lines, st.dim.Render("  no consumer has an inbox here (consumed_event is empty)"))
-	}
-	for _, c := range m.overview.inbox {
-		last := "-"
-		if c.LastConsumedAt != nil {
-			last = age(now.Sub(*c.LastConsumedAt)) + " ago"
-		}
-		lines = append(lines, fmt.Sprintf("%-30s %12s %10d %12s", fit(c.Name, 30, false), c.Total, c.Last5m, last))
-	}
-	return clip(lines, w, h)
 }

@@ -3,10 +3,13 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/outboxtop/outboxtop/inspect"
 )
 
 // windowTitle is constant: event data never goes into the title.
@@ -26,7 +29,7 @@ func (m *Model) Render() string {
 	switch {
 	case m.width == 0 || m.height == 0:
 		return "" // no size yet
-	case m.width < MinWidth || m.height < MinHeight:
+	case m.tooSmall():
 		return fmt.Sprintf("outboxtop needs %d×%d\n(this terminal is %d×%d)", MinWidth, MinHeight, m.width, m.height)
 	}
 	w, h := m.bodySize()
@@ -40,6 +43,10 @@ func (m *Model) Render() string {
 		body = m.helpScreen(w, h)
 	case m.mode == modeDetail || (m.mode == modeConfirm && m.detail.id != ""):
 		body = m.detail.view(m.styles, w)
+	case m.mode == modeAudit || (m.mode == modeFilter && m.audit.filtering):
+		body = m.audit.view(m.styles, w)
+	case m.mode == modeAggregate || (m.mode == modeConfirm && m.aggregate.table != nil):
+		body = m.aggregate.view(m.styles, w, m.now())
 	case m.view == viewOverview:
 		body = m.viewOverview(w, h)
 	case m.view == viewInbox:
@@ -91,7 +98,7 @@ func (m *Model) headerLine() string {
 	switch {
 	case !m.loaded && m.loadErr == nil:
 		right = "loading… · " + right
-	case m.loadErr != nil || (m.loading && now.Sub(m.loadStarted) > max(2*m.refresh, 2*1e9)):
+	case m.loadErr != nil || m.stale():
 		right = st.warn.Render(" stale "+age(now.Sub(m.lastLoaded))+" ") + " · " + right
 	}
 	pad := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
@@ -101,22 +108,67 @@ func (m *Model) headerLine() string {
 	return left + strings.Repeat(" ", pad) + right
 }
 
+// stale: a load has run for longer than two refresh intervals (2 s at least).
+func (m *Model) stale() bool {
+	return m.loading && m.now().Sub(m.loadStarted) > max(2*m.refresh, 2*time.Second)
+}
+
 func (m *Model) tabsLine() string {
 	c := m.overview.counts
-	counts := [viewCount]string{"", fmt.Sprint(c.Pending), fmt.Sprint(c.Leased), fmt.Sprint(c.Failed), c.Published.String(), fmt.Sprint(len(m.overview.inbox))}
-	var parts []string
-	for i, title := range viewTitles {
-		s := fmt.Sprintf("%d %s", i+1, title)
-		if counts[i] != "" && m.loaded {
-			s += " " + counts[i]
+	counts := [viewCount]inspect.Count{{}, {Value: c.Pending, Estimate: c.Approx.Pending}, {Value: c.Leased, Estimate: c.Approx.Leased},
+		{Value: c.Failed, Estimate: c.Approx.Failed}, c.Published, {Value: m.consumersTabCount()}}
+	// Narrower steps until the line fits: one space between tabs, then compact
+	// counts (993k), then short titles on the tabs not open. Every tab stays on
+	// screen rather than the line being cut.
+	line := func(step int) string {
+		var parts []string
+		for i, title := range viewTitles {
+			if step >= 3 && viewID(i) != m.view && viewShortTitles[i] != "" {
+				title = viewShortTitles[i]
+			}
+			s := fmt.Sprintf("%d %s", i+1, title)
+			if i > 0 && m.loaded {
+				if step >= 2 {
+					s += " " + compact(counts[i])
+				} else {
+					s += " " + counts[i].String()
+				}
+			}
+			pad := " "
+			if step >= 1 {
+				pad = "" // one space between tabs instead of two
+			}
+			if viewID(i) == m.view {
+				parts = append(parts, m.styles.tabOn.Render(" "+s+pad))
+			} else {
+				parts = append(parts, m.styles.tabOff.Render(" "+s+pad))
+			}
 		}
-		if viewID(i) == m.view {
-			parts = append(parts, m.styles.tabOn.Render(" "+s+" "))
-		} else {
-			parts = append(parts, m.styles.tabOff.Render(" "+s+" "))
-		}
+		return strings.Join(parts, "")
 	}
-	return ansi.Truncate(strings.Join(parts, ""), m.width, "…")
+	l := line(0)
+	for step := 1; step <= 3 && ansi.StringWidth(l) > m.width; step++ {
+		l = line(step)
+	}
+	return ansi.Truncate(l, m.width, "…")
+}
+
+// compact is a count in at most five cells: 9999, 12k, 993k, 1M, 1.2M ("~" before
+// an estimate).
+func compact(c inspect.Count) string {
+	var s string
+	switch n := c.Value; {
+	case n < 10_000:
+		s = fmt.Sprint(n)
+	case n < 1_000_000:
+		s = fmt.Sprintf("%dk", (n+500)/1000)
+	default:
+		s = strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e6), ".0") + "M"
+	}
+	if c.Estimate {
+		return "~" + s
+	}
+	return s
 }
 
 // listInfo is the line above a table: what is listed, how, and what is marked.
@@ -126,17 +178,28 @@ func (m *Model) listInfo(w int) string {
 	if t.desc {
 		dir = "desc"
 	}
-	s := fmt.Sprintf("%s · %d listed", strings.ToUpper(lv.title), len(t.rows))
-	if t.more {
-		s += fmt.Sprintf(" (first %d)", m.opts.Limit)
-	}
-	s += fmt.Sprintf(" · sort %s %s", t.sort, dir)
-	if q := m.filters[m.view]; q.text != "" {
-		s += " · filter " + q.text
-	}
+	// Marks first: at 80 columns the end of the line is what gets cut.
+	s := strings.ToUpper(lv.title)
 	if n := len(t.markOrder); n > 0 {
 		s += fmt.Sprintf(" · %d marked", n)
 	}
+	switch {
+	case !t.loaded && m.loadErr != nil:
+		s += " · not loaded: the database does not answer"
+	case !t.loaded:
+		s += " · loading…"
+	case t.more || t.total.Estimate || t.total.Value != int64(len(t.rows)):
+		s += fmt.Sprintf(" · %d of %s", len(t.rows), t.total)
+	default:
+		s += fmt.Sprintf(" · %d listed", len(t.rows))
+	}
+	if t.loaded && (m.loadErr != nil || m.stale()) {
+		s += " · stale " + age(m.now().Sub(m.lastLoaded))
+	}
+	if q := m.filters[m.view]; q.text != "" {
+		s += " · filter " + q.text
+	}
+	s += fmt.Sprintf(" · sort %s %s", t.sort, dir)
 	if m.view == viewLeased && m.overview.expiredLeases > 0 {
 		s += fmt.Sprintf(" · %d expired leases (in Pending)", m.overview.expiredLeases)
 	}
@@ -147,11 +210,30 @@ func (m *Model) statusLine() string {
 	st := m.styles
 	switch {
 	case m.mode == modeConfirm && m.confirm != nil:
-		return st.prompt.Render(fit(" "+m.confirm.prompt(), m.width, false))
+		s := " " + m.confirm.prompt()
+		if w := ansi.StringWidth(s); w > m.width && m.confirm.action != "" && needsReason(m.confirm.action) {
+			s = "…" + ansi.TruncateLeft(s, w-m.width+1, "") // what is typed stays in view
+		}
+		return st.prompt.Render(fit(s, m.width, false))
 	case m.mode == modeFilter:
-		return fit("filter (type: agg: aggtype: id: err: or words; enter applies, esc cancels): "+string(m.filterInput)+"█", m.width, false)
+		// What is typed stays in view: a long filter scrolls, its end shown.
+		in := string(m.filterInput)
+		if m.audit.filtering {
+			return fit("audit filter: "+in+"█ "+m.styles.dim.Render("actor:NAME action:A newer:1h older:1h"), m.width, false)
+		}
+		if m.view == viewOverview {
+			return fit("aggregate: "+in+"█ "+m.styles.dim.Render("agg:TYPE/ID"), m.width, false)
+		}
+		if in == "" {
+			return fit("filter: "+m.styles.dim.Render("type:T agg:ID aggtype:T id:HEX err:TEXT words")+"█", m.width, false)
+		}
+		room := m.width - len("filter: ") - 1
+		if w := ansi.StringWidth(in); w > room {
+			in = "…" + ansi.TruncateLeft(in, w-room+1, "")
+		}
+		return fit("filter: "+in+"█", m.width, false)
 	case m.loadErr != nil:
-		return st.bad.Render(fit("database: "+Sanitize(m.loadErr.Error()), m.width, false))
+		return st.bad.Render(fit(dbErrorText(m.loadErr), m.width, false))
 	case m.status != "":
 		if m.statusBad {
 			return st.bad.Render(fit(m.status, m.width, false))
@@ -161,28 +243,59 @@ func (m *Model) statusLine() string {
 	return ""
 }
 
+// dbErrorText is a load error on one line with its cause first: driver errors
+// wrap the cause last and across lines ("failed to connect to …:\n\t…: connection
+// refused"), which a status line would cut before reaching it.
+func dbErrorText(err error) string {
+	s := Sanitize(strings.Join(strings.Fields(err.Error()), " "))
+	if i := strings.LastIndex(s, ": "); i > 0 && i+2 < len(s) {
+		s = s[i+2:] + " ← " + s[:i]
+	}
+	return "database: " + s
+}
+
 // footer is the short help for what can be done here.
 func (m *Model) footer() string {
 	k := m.keys
 	var b []key.Binding
 	switch m.mode {
+	// Bindings shown only as help still need a key: help leaves out a binding
+	// without one (it counts as disabled).
 	case modeHelp:
-		b = []key.Binding{key.NewBinding(key.WithHelp("any key", "close help"))}
+		b = []key.Binding{helpOnly("any key", "close help")}
 	case modeConfirm:
-		b = []key.Binding{key.NewBinding(key.WithHelp("y", "confirm")), key.NewBinding(key.WithHelp("other", "cancel"))}
+		b = []key.Binding{helpOnly("y", "confirm"), helpOnly("any other key", "cancel")}
+		if m.confirm != nil && m.confirm.action != "" && needsReason(m.confirm.action) {
+			b = []key.Binding{helpOnly("type", "the reason (audited)"), helpOnly("enter", "confirm"), helpOnly("esc", "cancel")}
+		}
 	case modeFilter:
-		b = []key.Binding{key.NewBinding(key.WithHelp("enter", "apply")), key.NewBinding(key.WithHelp("esc", "cancel"))}
+		b = []key.Binding{helpOnly("enter", "apply"), helpOnly("esc", "cancel"), helpOnly("backspace", "delete")}
 	case modeDetail:
-		b = append([]key.Binding{k.Back, k.Down, k.PageDown}, m.viewActions()...)
+		acts := m.viewActions()
+		if m.detailFrom == modeAggregate {
+			acts = m.aggregateActions()
+		}
+		b = append([]key.Binding{k.Back, k.Down, k.PageDown}, acts...)
+		b = append(b, k.Help, k.Quit)
+	case modeAudit:
+		b = []key.Binding{helpOnly("esc", "back"), helpOnly("/", "filter"), k.Down, k.PageDown, k.Help, k.Quit}
+	case modeAggregate:
+		b = append([]key.Binding{helpOnly("esc", "back"), helpOnly("enter", "event detail")}, m.aggregateActions()...)
 		b = append(b, k.Help, k.Quit)
 	default:
 		if listViews[m.view] != nil {
 			b = append(m.viewActions(), k.Detail, k.Filter, k.Mark, k.Help, k.MarkAll, k.Quit)
+		} else if m.view == viewOverview {
+			b = []key.Binding{helpOnly("tab/1-6", "views"), helpOnly("enter", "aggregate"), k.Pause, k.Help, k.Quit}
 		} else {
 			b = []key.Binding{k.NextView, k.JumpView, k.Pause, k.Help, k.Quit}
 		}
 	}
 	return ansi.Truncate(m.help.ShortHelpView(b), m.width, "…")
+}
+
+func helpOnly(k, desc string) key.Binding {
+	return key.NewBinding(key.WithKeys(k), key.WithHelp(k, desc))
 }
 
 // viewActions are the enabled action keys that apply to the current view.
@@ -212,8 +325,8 @@ func (m *Model) helpScreen(w, h int) string {
 	}{
 		{"VIEWS", []key.Binding{k.NextView, k.PrevView, k.JumpView}},
 		{"MOVE", []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Sort, k.Reverse}},
-		{"CONSOLE", []key.Binding{k.Faster, k.Slower, k.Help, k.Quit}},
-		{"EVENTS", []key.Binding{k.Detail, k.Back, k.Filter, k.Mark, k.MarkAll}},
+		{"CONSOLE", []key.Binding{k.AuditLog, k.Faster, k.Slower, k.Help, k.Quit}},
+		{"EVENTS", []key.Binding{k.Detail, k.Back, k.Filter, k.Mark, k.MarkAll, k.Aggregate}},
 		{"ACTIONS (each asks y/N first)", []key.Binding{k.Retry, k.ResetLease, k.Park, k.Skip, k.Archive, k.Pause}},
 	}
 	var extras []key.Binding
@@ -253,6 +366,9 @@ func (m *Model) helpScreen(w, h int) string {
 		}
 		*col = append(*col, b...)
 	}
-	right = append(right, "", m.styles.dim.Render("filter terms: type:T agg:ID aggtype:T"), m.styles.dim.Render("id:PREFIX err:TEXT, or plain words"))
+	right = append(right, "", m.styles.dim.Render("filter terms: type:T agg:ID aggtype:T"),
+		m.styles.dim.Render("id:HEX (start or end) err:TEXT, words"),
+		m.styles.dim.Render("Overview: enter opens a blocked"),
+		m.styles.dim.Render("aggregate, / any (agg:TYPE/ID)"))
 	return clip(joinColumns(left, right, w/2, w-w/2), w, h)
 }

@@ -7,12 +7,13 @@ import (
 )
 
 // Sanitize makes untrusted text (payloads, errors, ids, names from the database)
-// safe to put on a terminal, as one line: escape sequences (CSI, OSC, DCS, APC,
-// PM, SOS and two-byte ESC sequences) are removed, and every other control
-// character is made visible — C0 and DEL in caret notation (^M for \r, ^H for \b,
-// ^J for \n, ^? for DEL), C1 and bidirectional overrides as <U+XXXX>. Invalid
-// UTF-8 becomes U+FFFD. The console calls it once, where event-derived text enters
-// the view model.
+// safe to put on a terminal, as one line, without hiding anything: every control
+// character is made visible rather than removed — C0 and DEL in caret notation
+// (^[ for ESC, so an escape sequence reads "^[[31m"; ^M for \r, ^H for \b, ^J for
+// \n, ^? for DEL), C1, bidirectional controls and zero-width characters as <U+XXXX>.
+// Invalid UTF-8 becomes U+FFFD. What is shown differs from what is stored only in
+// these visible ways, so the shown text can be searched for. The console calls it
+// once, where event-derived text enters the view model.
 func Sanitize(s string) string { return sanitize(s, false) }
 
 // SanitizeText is Sanitize for multi-line text (a pretty-printed payload, a long
@@ -30,9 +31,6 @@ func sanitize(s string, multiline bool) string {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
-		case r == 0x1b:
-			i += escapeLen(s[i:])
-			continue
 		case r == '\n' && multiline:
 			b.WriteByte('\n')
 		case r == '\t' && multiline:
@@ -42,7 +40,7 @@ func sanitize(s string, multiline bool) string {
 			b.WriteByte(byte(r) + '@')
 		case r == 0x7f:
 			b.WriteString("^?")
-		case r >= 0x80 && r <= 0x9f, isBidiControl(r):
+		case r >= 0x80 && r <= 0x9f, isBidiControl(r), isInvisible(r):
 			fmt.Fprintf(&b, "<U+%04X>", r)
 		default:
 			b.WriteString(s[i : i+size])
@@ -61,7 +59,7 @@ func isPlain(s string) bool {
 		}
 		if c >= 0x80 {
 			for _, r := range s[i:] {
-				if r < 0x20 || r == 0x7f || r == utf8.RuneError || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) {
+				if r < 0x20 || r == 0x7f || r == utf8.RuneError || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) || isInvisible(r) {
 					return false
 				}
 			}
@@ -77,45 +75,10 @@ func isBidiControl(r rune) bool {
 	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
 }
 
-// escapeLen returns the length of the escape sequence at the start of s (s[0] is
-// ESC). An unterminated string sequence runs to the end of s.
-func escapeLen(s string) int {
-	if len(s) < 2 {
-		return len(s)
-	}
-	switch s[1] {
-	case '[': // CSI: parameters and intermediates, then a final byte 0x40–0x7e
-		for j := 2; j < len(s); j++ {
-			if c := s[j]; c >= 0x40 && c <= 0x7e {
-				return j + 1
-			} else if c < 0x20 || c > 0x7e {
-				return j
-			}
-		}
-		return len(s)
-	case ']', 'P', '_', '^', 'X': // string sequences: up to BEL or ST (ESC \)
-		for j := 2; j < len(s); j++ {
-			switch {
-			case s[j] == 0x07:
-				return j + 1
-			case s[j] == 0x1b && j+1 < len(s) && s[j+1] == '\\':
-				return j + 2
-			case strings.HasPrefix(s[j:], "\u009c"):
-				return j + len("\u009c")
-			}
-		}
-		return len(s)
-	}
-	if c := s[1]; c >= 0x20 && c <= 0x7e {
-		// ESC with intermediates (0x20–0x2f) then a final byte, or a two-byte sequence.
-		j := 1
-		for j < len(s) && s[j] >= 0x20 && s[j] <= 0x2f {
-			j++
-		}
-		if j < len(s) && s[j] >= 0x30 && s[j] <= 0x7e {
-			return j + 1
-		}
-		return j
-	}
-	return 1
+// isInvisible: characters that take no room on screen, so two different strings
+// would look the same: zero-width space, (non-)joiners, word joiner, the BOM, the
+// soft hyphen and the invisible operators.
+func isInvisible(r rune) bool {
+	return r == 0x200b || r == 0x200c || r == 0x200d || r == 0x2060 || r == 0xfeff || r == 0x00ad ||
+		(r >= 0x2061 && r <= 0x2064) || r == 0x180e
 }

@@ -23,7 +23,10 @@ type table struct {
 	markOrder     []string // ids in the order they were marked, for the prompt
 	sort          inspect.Sort
 	desc          bool
-	more          bool // the database had more rows than were loaded
+	more          bool          // the database had more rows than were loaded
+	total         inspect.Count // rows matching the state and filter
+	want          int           // rows to load (grows a page at a time as the cursor reaches the end)
+	loaded        bool          // a load has filled the table at least once
 }
 
 func newTable(cols []column) *table {
@@ -37,10 +40,12 @@ func (t *table) SetSize(w, h int) {
 }
 
 // SetRows replaces the rows, keeping the cursor on the same event when it is still
-// listed.
+// listed — except on the first row, where it stays: a newest-first list that grows
+// at the top keeps showing the newest instead of following an event down the page
+// until the user moves.
 func (t *table) SetRows(rows []row) {
 	var keep string
-	if c, ok := t.current(); ok {
+	if c, ok := t.current(); ok && t.cursor > 0 {
 		keep = c.id
 	}
 	t.rows = rows
@@ -157,11 +162,25 @@ func (t *table) widths() []int {
 			flex++
 		}
 	}
-	if flex > 0 {
+	// Share the room among the flexible columns; a capped column gives what it
+	// cannot use to the uncapped ones.
+	for flex > 0 {
 		each := max(avail/flex, 4)
+		capped := false
+		for i, c := range t.columns {
+			if c.width == 0 && ws[i] == 0 && c.maxWidth > 0 && c.maxWidth < each {
+				ws[i] = c.maxWidth
+				avail -= c.maxWidth
+				flex--
+				capped = true
+			}
+		}
+		if capped {
+			continue
+		}
 		extra := avail - each*flex
 		for i, c := range t.columns {
-			if c.width == 0 {
+			if c.width == 0 && ws[i] == 0 {
 				ws[i] = each
 				if extra > 0 {
 					ws[i]++
@@ -169,6 +188,7 @@ func (t *table) widths() []int {
 				}
 			}
 		}
+		break
 	}
 	return ws
 }
@@ -183,14 +203,22 @@ func (t *table) View(now time.Time, st styles) string {
 	}
 	b.WriteString(st.header.Render(ansi.Truncate("  "+strings.Join(cells, " "), t.width, "")))
 	if len(t.rows) == 0 {
-		b.WriteString("\n" + st.dim.Render("  (none)"))
+		if t.loaded {
+			b.WriteString("\n" + st.dim.Render("  (none)"))
+		} else {
+			b.WriteString("\n" + st.dim.Render("  (loading…)"))
+		}
 		return b.String()
 	}
 	end := min(t.offset+t.bodyHeight(), len(t.rows))
 	for i := t.offset; i < end; i++ {
 		r := t.rows[i]
 		for j, c := range t.columns {
-			cells[j] = fit(c.cell(r, now), ws[j], c.right)
+			if c.keepEnd {
+				cells[j] = fitEnd(c.cell(r, now), ws[j])
+			} else {
+				cells[j] = fit(c.cell(r, now), ws[j], c.right)
+			}
 		}
 		gutter := "  "
 		_, marked := t.marks[r.id]
@@ -212,6 +240,14 @@ func (t *table) View(now time.Time, st styles) string {
 		b.WriteString("\n" + line)
 	}
 	return b.String()
+}
+
+// fitEnd is fit for values that differ at their end: cut at the start.
+func fitEnd(s string, w int) string {
+	if n := ansi.StringWidth(s); n > w && w > 1 {
+		s = "…" + ansi.TruncateLeft(s, n-w+1, "")
+	}
+	return fit(s, w, false)
 }
 
 // fit pads or truncates s to exactly w cells.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/internal/eventstate"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // viewID names the six views, in tab order.
@@ -25,7 +25,7 @@ const (
 // listView describes a view that lists events.
 type listView struct {
 	title   string
-	state   eventstate.State
+	state   wire.State
 	sorts   []inspect.Sort // the first is the default
 	desc    bool           // default direction
 	actions []inspect.Action
@@ -34,40 +34,47 @@ type listView struct {
 
 var listViews = map[viewID]*listView{
 	viewPending: {
-		title: "Pending", state: eventstate.Pending,
-		sorts:   []inspect.Sort{inspect.SortAvailableAt, inspect.SortCreatedAt, inspect.SortAttempts, inspect.SortSeq},
+		title: "Pending", state: wire.Pending,
+		// The relay's order first: it is also the one an index serves when a
+		// million failed rows sit in the available_at index.
+		sorts:   []inspect.Sort{inspect.SortSeq, inspect.SortAvailableAt, inspect.SortCreatedAt, inspect.SortAttempts},
 		actions: []inspect.Action{inspect.Retry, inspect.Park, inspect.Skip},
 		columns: []column{colID, colType, colAggregate, colState, colNext, colAttempts, colAge, colError},
 	},
 	viewLeased: {
-		title: "Leased", state: eventstate.Leased,
+		title: "Leased", state: wire.Leased,
 		sorts:   []inspect.Sort{inspect.SortLeaseUntil, inspect.SortCreatedAt, inspect.SortAttempts, inspect.SortSeq},
 		actions: []inspect.Action{inspect.ResetLease, inspect.Park},
 		columns: []column{colID, colType, colAggregate, colExpires, colHolder, colAttempts, colAge},
 	},
 	viewFailed: {
-		title: "Failed", state: eventstate.Failed, desc: true,
+		title: "Failed", state: wire.Failed, desc: true,
 		sorts:   []inspect.Sort{inspect.SortFailedAt, inspect.SortCreatedAt, inspect.SortAttempts, inspect.SortSeq},
 		actions: []inspect.Action{inspect.Retry, inspect.Skip},
 		columns: []column{colID, colType, colAggregate, colAttempts, colFailed, colError},
 	},
 	viewPublished: {
-		title: "Published", state: eventstate.Published, desc: true,
+		title: "Published", state: wire.Published, desc: true,
 		sorts:   []inspect.Sort{inspect.SortPublishedAt, inspect.SortCreatedAt, inspect.SortSeq},
 		actions: []inspect.Action{inspect.Archive},
 		columns: []column{colID, colType, colAggregate, colTopic, colPartition, colOffset, colPublished},
 	},
 }
 
-var viewTitles = [viewCount]string{"Overview", "Pending", "Leased", "Failed", "Published", "Inbox"}
+var viewTitles = [viewCount]string{"Overview", "Pending", "Leased", "Failed", "Published", "Consumers"}
+
+// viewShortTitles replace the titles of the tabs not open when the tabs would
+// not fit otherwise (empty: the title is short already).
+var viewShortTitles = [viewCount]string{viewOverview: "Over", viewPublished: "Pub", viewInbox: "Cons"}
 
 // row is one event as the view model holds it: every text field sanitized once,
 // here, when it enters.
 type row struct {
 	id, short     string
+	seq           int64
 	eventType     string
 	aggregate     string // type/id
-	state         eventstate.State
+	state         wire.State
 	attempts      int32
 	createdAt     time.Time
 	availableAt   time.Time
@@ -83,6 +90,9 @@ type row struct {
 	payloadBytes  int
 	aggregateType string
 	aggregateID   string
+	// rawType and rawID are the aggregate as stored, never drawn: the aggregate
+	// timeline's query arguments.
+	rawType, rawID string
 }
 
 func newRow(e inspect.Event) row {
@@ -90,10 +100,13 @@ func newRow(e inspect.Event) row {
 	return row{
 		id:            id,
 		short:         shortID(id),
+		seq:           e.Seq,
 		eventType:     Sanitize(e.EventType),
 		aggregate:     Sanitize(e.AggregateType) + "/" + Sanitize(e.AggregateID),
 		aggregateType: Sanitize(e.AggregateType),
 		aggregateID:   Sanitize(e.AggregateID),
+		rawType:       e.AggregateType,
+		rawID:         e.AggregateID,
 		state:         e.State,
 		attempts:      e.Attempts,
 		createdAt:     e.CreatedAt,
@@ -111,7 +124,14 @@ func newRow(e inspect.Event) row {
 	}
 }
 
+// shortID is the part of an id that tells events apart. A UUIDv7 begins with its
+// millisecond timestamp, the same for every event of a batch, and ends in random
+// bits: its last 8 hex digits. Other ids: the first 8. A filter's id: term accepts
+// either (inspect.Filter.IDPart matches the start or the end).
 func shortID(id string) string {
+	if len(id) == 36 && id[14] == '7' && id[8] == '-' {
+		return id[28:]
+	}
 	if len(id) > 8 {
 		return id[:8]
 	}
@@ -123,19 +143,25 @@ func shortID(id string) string {
 type column struct {
 	title string
 	width int
-	right bool
-	cell  func(r row, now time.Time) string
+	// maxWidth caps a shared column (0: none): the room it would waste goes to the
+	// columns without a cap (LAST ERROR, TOPIC).
+	maxWidth int
+	// keepEnd cuts a value that does not fit at its start: aggregates differ at
+	// their end (ord-480 … ord-499).
+	keepEnd bool
+	right   bool
+	cell    func(r row, now time.Time) string
 }
 
 var (
 	colID        = column{title: "ID", width: 8, cell: func(r row, _ time.Time) string { return r.short }}
-	colType      = column{title: "TYPE", cell: func(r row, _ time.Time) string { return r.eventType }}
-	colAggregate = column{title: "AGGREGATE", cell: func(r row, _ time.Time) string { return r.aggregate }}
+	colType      = column{title: "TYPE", maxWidth: 28, cell: func(r row, _ time.Time) string { return r.eventType }}
+	colAggregate = column{title: "AGGREGATE", maxWidth: 32, keepEnd: true, cell: func(r row, _ time.Time) string { return r.aggregate }}
 	colState     = column{title: "STATE", width: 7, cell: func(r row, _ time.Time) string {
 		switch {
 		case r.leaseExpired:
 			return "expired" // a lease ran out: claimable again
-		case r.state == eventstate.Scheduled:
+		case r.state == wire.Scheduled:
 			return "sched"
 		}
 		return string(r.state)

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/internal/eventstate"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // The triage actions: one shape for all six (see inspect's package doc for what each
@@ -59,7 +59,7 @@ func actionCommand(a inspect.Action) func(context.Context, []string, IO) error {
 			return err
 		}
 		f.All = *all
-		req := inspect.Request{Action: a, IDs: *ids, Filter: f, From: eventstate.State(*from), Reason: *reason, Actor: *actor}
+		req := inspect.Request{Action: a, IDs: *ids, Filter: f, From: wire.State(*from), Reason: *reason, Actor: *actor}
 		for k, id := range req.IDs {
 			req.IDs[k] = strings.ToLower(strings.TrimSpace(id))
 		}
@@ -127,6 +127,11 @@ func actionCommand(a inspect.Action) func(context.Context, []string, IO) error {
 		if res.Rows < plan.Count {
 			fmt.Fprintf(io.Out, "%d changed state since the count and were left alone\n", plan.Count-res.Rows)
 		}
+		if res.Rows > plan.Count {
+			// The filter is read again when the action runs: rows that came to match
+			// it meanwhile (published, aged past --older-than) are included.
+			fmt.Fprintf(io.Out, "%d more came to match the filter between the count and the action\n", res.Rows-plan.Count)
+		}
 		if a == inspect.ResetLease && res.Rows > 0 {
 			fmt.Fprintln(io.Out, "the previous holders may still publish these events: a duplicate, which consumers' inboxes absorb")
 		}
@@ -154,7 +159,7 @@ func actionError(name string, err error) error {
 		return usagef("%s: name events with --id or a filter (--event-type, --aggregate-type, --aggregate-id, --older-than, …), or --all", name)
 	case errors.Is(err, inspect.ErrReasonRequired):
 		return usagef("%s needs --reason", name)
-	case strings.Contains(err.Error(), "not an event id"), strings.Contains(err.Error(), "applies to"):
+	case errors.Is(err, inspect.ErrInvalidRequest):
 		return usagef("%v", err)
 	}
 	return err

@@ -7,8 +7,9 @@
 // the default.
 //
 // Exit codes: 0 success; 1 a runtime failure (database or broker unreachable, an
-// action failed, a status threshold crossed); 2 bad usage (unknown command or flag,
-// invalid value, a command that is not built yet).
+// action failed); 2 bad usage (unknown command or flag, invalid value, a command
+// that is not built yet). status alone follows the monitoring-plugin convention
+// instead: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, and 64 for bad usage.
 package cli
 
 import (
@@ -58,8 +59,10 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"migrate", "apply the schema migrations and exit", runMigrate},
-		{"status", "one-shot snapshot of the outbox; non-zero exit past --max-oldest/--max-failed", runStatus},
+		{"status", "one-shot snapshot of the outbox; a monitoring check (exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN)", runStatus},
 		{"events", "list events in a state, with filters", runEvents},
+		{"trace", "follow one event: its row, audit rows, its record read back from Kafka, the inboxes that applied it", runTrace},
+		{"audit", "list the operators' actions (outbox_audit), newest first, with filters", runAudit},
 		{"retry", "make failed or scheduled events ready now", runRetry},
 		{"reset-lease", "make leased events claimable now", runResetLease},
 		{"park", "mark events failed on purpose, with a reason", runPark},
@@ -132,12 +135,6 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.msg }
 
-func notBuilt(name string) func(context.Context, []string, IO) error {
-	return func(context.Context, []string, IO) error {
-		return usagef("'%s' is not built yet", name)
-	}
-}
-
 func printUsage(w io.Writer) {
 	fmt.Fprint(w, `outboxtop — the Transactional Outbox on PostgreSQL and Kafka: relay and on-call console.
 
@@ -156,7 +153,8 @@ Every flag can also be set as OUTBOXTOP_<FLAG> (for --max-attempts: OUTBOXTOP_MA
 The database comes from --dsn, else DATABASE_URL, else libpq's PG* variables; Kafka from
 --brokers, else KAFKA_BROKERS. 'outboxtop COMMAND --help' lists a command's flags.
 
-Exit codes: 0 ok, 1 runtime failure or status threshold crossed, 2 bad usage.
+Exit codes: 0 ok, 1 runtime failure, 2 bad usage; status: 0 OK, 1 WARNING, 2 CRITICAL,
+3 UNKNOWN, 64 bad usage.
 `)
 }
 

@@ -19,6 +19,7 @@ type consoleFlags struct {
 	log      logFlags
 	metrics  string
 	retain   retentionFlags
+	lag      lagFlags
 }
 
 func (c *consoleFlags) register(fs *pflag.FlagSet) {
@@ -32,6 +33,8 @@ func (c *consoleFlags) register(fs *pflag.FlagSet) {
 	c.db.register(fs)
 	c.relay.register(fs)
 	c.retain.register(fs)
+	c.lag.register(fs)
+	c.lag.registerInterval(fs)
 }
 
 // runConsole is outboxtop without a command.
@@ -45,12 +48,17 @@ func runConsole(ctx context.Context, args []string, io IO) error {
 	if err := c.retain.check(); err != nil {
 		return err
 	}
+	if c.noRelay {
+		if err := refuseRelayFlagsWithoutRelay(fs, io); err != nil {
+			return err
+		}
+	}
 	if c.drain && !c.headless {
 		return usagef("--drain goes with --headless")
 	}
 	if c.headless {
-		if c.noRelay || c.readOnly {
-			return usagef("--no-relay and --read-only are console flags; --headless is the relay")
+		if c.noRelay || c.readOnly || c.actor != "" {
+			return usagef("--no-relay, --read-only and --actor are console flags; --headless is the relay")
 		}
 		return runHeadless(ctx, &c, io)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/outboxtop/outboxtop/migrations"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // dbFlags are the connection settings every database command takes.
@@ -22,14 +23,14 @@ type dbFlags struct {
 
 func (d *dbFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&d.dsn, "dsn", "", "PostgreSQL connection string (else DATABASE_URL, else libpq PG* variables)")
-	fs.StringVar(&d.schema, "schema", migrations.DefaultSchema, "schema holding outboxtop's tables")
+	fs.StringVar(&d.schema, "schema", wire.DefaultSchema, "schema holding outboxtop's tables")
 	fs.DurationVar(&d.connectTimeout, "connect-timeout", 5*time.Second, "give up connecting to PostgreSQL after this long")
 }
 
 // config resolves the DSN (flag or OUTBOXTOP_DSN, else DATABASE_URL, else PG*) into
 // a pgx config with a bounded connect timeout.
 func (d *dbFlags) config(io IO) (*pgx.ConnConfig, error) {
-	if err := migrations.ValidateSchema(d.schema); err != nil {
+	if err := wire.ValidateSchema(d.schema); err != nil {
 		return nil, usagef("--schema: %v", err)
 	}
 	dsn := d.dsn
@@ -75,6 +76,12 @@ func (d *dbFlags) pool(ctx context.Context, io IO, maxConns int32) (*pgxpool.Poo
 		return nil, err
 	}
 	pcfg.ConnConfig = cfg
+	// No statement of ours waits for a lock without end: a session holding one
+	// (an open transaction, a frozen process) turns into an error that names it.
+	// A DSN that sets lock_timeout itself wins.
+	if cfg.RuntimeParams["lock_timeout"] == "" {
+		cfg.RuntimeParams["lock_timeout"] = "5s"
+	}
 	if maxConns > 0 {
 		pcfg.MaxConns = maxConns
 	}
@@ -87,6 +94,10 @@ func (d *dbFlags) pool(ctx context.Context, io IO, maxConns int32) (*pgxpool.Poo
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
 		return nil, connectError(cfg, err)
+	}
+	if err := refuseNewerSchema(ctx, pool, d.schema); err != nil {
+		pool.Close()
+		return nil, err
 	}
 	return pool, nil
 }
@@ -131,3 +142,28 @@ func redactParseError(err error) string {
 
 // quoted matches a Go-quoted string (%q), escaped quotes included.
 var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// refuseNewerSchema stops every command that reads the outbox when a newer
+// outboxtop has migrated the schema: this binary's statements may no longer match
+// its tables (and its relay could undo what the newer one relies on). A role that
+// may not read the version table is let through; the command's own statements
+// then say what is missing.
+func refuseNewerSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	v, err := migrations.Version(ctx, conn.Conn(), schema)
+	if err != nil {
+		return nil
+	}
+	known, err := migrations.Count()
+	if err != nil {
+		return err
+	}
+	if int(v) > known {
+		return exitError{ExitFailure, migrations.NewerError(schema, v, known).Error()}
+	}
+	return nil
+}

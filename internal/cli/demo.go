@@ -13,7 +13,7 @@ import (
 
 	"github.com/outboxtop/outboxtop/internal/demo"
 	"github.com/outboxtop/outboxtop/internal/pgtemp"
-	"github.com/outboxtop/outboxtop/migrations"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // demoFlags are `outboxtop demo`'s flags. The database and the brokers come
@@ -43,7 +43,7 @@ var demoRelayDefaults = map[string]string{
 
 func (f *demoFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.dsn, "dsn", "", "use this PostgreSQL database instead of a throwaway cluster (DATABASE_URL and PG* are ignored)")
-	fs.StringVar(&f.schema, "schema", migrations.DefaultSchema, "schema holding outboxtop's tables (the demo's own are in "+demo.DefaultSchema+")")
+	fs.StringVar(&f.schema, "schema", wire.DefaultSchema, "schema holding outboxtop's tables (the demo's own are in "+demo.DefaultSchema+")")
 	fs.Float64Var(&f.rate, "rate", 50, "events per second the simulated order service commits")
 	fs.BoolVar(&f.noTUI, "no-tui", false, "run without the console for --duration, print a summary, exit 0 only if everything settled")
 	fs.DurationVar(&f.duration, "duration", 30*time.Second, "with --no-tui: how long the order service runs")
@@ -111,7 +111,7 @@ func (f *demoFlags) config(fs *pflag.FlagSet, io IO) (demo.Config, error) {
 	if f.rate < 0 {
 		return cfg, usagef("--rate must be ≥ 0 events per second, not %v", f.rate)
 	}
-	if err := migrations.ValidateSchema(f.schema); err != nil {
+	if err := wire.ValidateSchema(f.schema); err != nil {
 		return cfg, usagef("--schema: %v", err)
 	}
 	if f.dsn != "" {

@@ -32,13 +32,23 @@ func runDemoConsole(ctx context.Context, d *demo.Demo, cfg demo.Config, io IO) e
 			cancel() // the console would show a demo that no longer runs
 		}
 	}()
-	err = tui.Run(tui.Options{
+	opts := tui.Options{
 		Inspector: in,
 		Relay:     relayControl{d.Relay},
 		Actor:     inspect.DefaultActor(io.Getenv),
 		Context:   ctx,
 		Extras:    demoExtras(d),
-	})
+	}
+	kc := cfg.Kafka
+	kc.Brokers = d.Brokers()
+	opts.Kafka = kafkaClientFor(kc)
+	var lag lagFlags
+	closeLag, err := lag.consoleLag(&opts, kc, d.Pool, cfg.Relay.Schema)
+	if err != nil {
+		return err
+	}
+	defer closeLag()
+	err = tui.Run(opts)
 	cancel()
 	fmt.Fprintln(io.Err, "outboxtop demo: stopping; removing the throwaway database")
 	wg.Wait()
@@ -77,7 +87,8 @@ func demoExtras(d *demo.Demo) []tui.Extra {
 			},
 		},
 		{
-			Key: key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "kill batch")),
+			// Not K: that is shift+k, a slip away from k (up), and this asks nothing.
+			Key: key.NewBinding(key.WithKeys("!"), key.WithHelp("!", "kill batch")),
 			Run: func(context.Context) (string, error) {
 				n := d.KillBatch()
 				return fmt.Sprintf("kill #%d: next batch dies after Kafka's ack; the inbox absorbs its redelivery", n), nil

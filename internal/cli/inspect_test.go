@@ -61,51 +61,6 @@ func failedAt(t *testing.T, pool *pgxpool.Pool, id string) bool {
 	return failed
 }
 
-func TestStatusThresholdsAndJSON(t *testing.T) {
-	t.Parallel()
-	env, _ := outboxDB(t)
-	r := run(t, env, "status")
-	if r.code != ExitOK || !strings.Contains(r.out, "failed 1") || !strings.Contains(r.out, "status: OK") {
-		t.Fatalf("status: %+v", r)
-	}
-	if strings.Contains(r.out, "\x1b") {
-		t.Fatalf("escape sequence from last_error reached the terminal: %q", r.out)
-	}
-	r = run(t, env, "status", "--max-failed", "0")
-	if r.code != ExitFailure || !strings.Contains(r.err, "failed 1 > 0") || strings.Count(strings.TrimSpace(r.err), "\n") != 0 {
-		t.Fatalf("max-failed: %+v", r)
-	}
-	r = run(t, env, "status", "--json", "--max-oldest", "30m")
-	if r.code != ExitFailure {
-		t.Fatalf("max-oldest: %+v", r)
-	}
-	var s struct {
-		Counts struct {
-			Ready, Failed int64
-			Published     struct {
-				Value    int64
-				Estimate bool
-			}
-		}
-		OldestPendingAge float64 `json:"oldest_pending_age_seconds"`
-		Blocked          struct{ Count int64 }
-		Check            struct {
-			Healthy bool
-			Crossed []string
-		}
-	}
-	if err := json.Unmarshal([]byte(r.out), &s); err != nil {
-		t.Fatalf("json: %v\n%s", err, r.out)
-	}
-	if s.Counts.Ready != 2 || s.Counts.Failed != 1 || s.Counts.Published.Value != 1 || s.Counts.Published.Estimate ||
-		s.Blocked.Count != 1 || s.Check.Healthy || len(s.Check.Crossed) != 1 || s.OldestPendingAge < 2900 {
-		t.Fatalf("json %+v", s)
-	}
-	if r := run(t, env, "status", "--max-oldest", "-1s"); r.code != ExitUsage {
-		t.Fatalf("negative max-oldest: %+v", r)
-	}
-}
-
 func TestEventsListsAState(t *testing.T) {
 	t.Parallel()
 	env, _ := outboxDB(t)

@@ -19,20 +19,18 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	before, err := migrations.Version(ctx, conn, db.schema)
-	if err != nil {
-		return fmt.Errorf("reading schema version: %w", err)
-	}
-	v, err := migrations.Apply(ctx, conn, db.schema, func(version int32, name string) {
+	from, to, err := migrations.Migrate(ctx, conn, db.schema, func(version int32, name string) {
 		fmt.Fprintf(io.Out, "applying %s\n", name)
 	})
 	if err != nil {
 		return err
 	}
-	if v == before {
-		fmt.Fprintf(io.Out, "schema %s is up to date (version %d)\n", db.schema, v)
+	// from is read under the migration lock, so a migrate that waited for another
+	// one reports that it applied nothing rather than repeating the other's work.
+	if from == to {
+		fmt.Fprintf(io.Out, "schema %s is up to date (version %d)\n", db.schema, to)
 	} else {
-		fmt.Fprintf(io.Out, "schema %s migrated from version %d to %d\n", db.schema, before, v)
+		fmt.Fprintf(io.Out, "schema %s migrated from version %d to %d\n", db.schema, from, to)
 	}
 	return nil
 }

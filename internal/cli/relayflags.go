@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -22,16 +21,7 @@ type relayFlags struct {
 
 func (f *relayFlags) register(fs *pflag.FlagSet) {
 	d := relay.DefaultConfig
-	fs.StringVar(&f.brokers, "brokers", "", "Kafka seed brokers, comma-separated host:port (else KAFKA_BROKERS)")
-	fs.StringVar(&f.kafka.ClientID, "kafka-client-id", "outboxtop", "Kafka client id")
-	fs.BoolVar(&f.kafka.TLS, "kafka-tls", false, "connect to Kafka with TLS")
-	fs.StringVar(&f.kafka.TLSCAFile, "kafka-tls-ca", "", "PEM file of CAs to trust for Kafka (implies --kafka-tls)")
-	fs.StringVar(&f.kafka.TLSCertFile, "kafka-tls-cert", "", "PEM client certificate for Kafka (implies --kafka-tls)")
-	fs.StringVar(&f.kafka.TLSKeyFile, "kafka-tls-key", "", "PEM client key for Kafka")
-	fs.BoolVar(&f.kafka.TLSInsecureSkipVerify, "kafka-tls-insecure-skip-verify", false, "do not verify the brokers' certificates (testing only)")
-	fs.StringVar(&f.kafka.SASLMechanism, "kafka-sasl-mechanism", "", "SASL mechanism: plain, scram-sha-256 or scram-sha-512")
-	fs.StringVar(&f.kafka.SASLUser, "kafka-sasl-user", "", "SASL user")
-	fs.StringVar(&f.saslPasswordFile, "kafka-sasl-password-file", "", "file holding the SASL password (else OUTBOXTOP_KAFKA_SASL_PASSWORD)")
+	f.registerKafka(fs)
 	fs.StringVar(&f.kafka.Compression, "kafka-compression", "none", "producer compression: none, gzip, snappy, lz4, zstd")
 	fs.IntVar(&f.cfg.MaxMessageBytes, "kafka-max-message-bytes", d.MaxMessageBytes, "largest record the relay produces; larger events are failed at once (keep ≤ the topic's max.message.bytes)")
 	fs.BoolVar(&f.kafka.AutoCreateTopics, "kafka-auto-create-topics", false, "ask the brokers to create missing topics (where they allow it)")
@@ -45,20 +35,30 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.cfg.BackoffBase, "backoff-base", d.BackoffBase, "first retry delay; doubles per attempt, jittered")
 	fs.DurationVar(&f.cfg.BackoffMax, "backoff-max", d.BackoffMax, "longest retry delay")
 	fs.DurationVar(&f.cfg.PollInterval, "poll-interval", d.PollInterval, "longest wait between claims when no NOTIFY arrives")
+	fs.DurationVar(&f.cfg.LockTimeout, "lock-timeout", d.LockTimeout, "longest wait of a claim for a lock; a relay frozen inside a claim is ended by PostgreSQL after twice this")
+	fs.DurationVar(&f.cfg.SweepInterval, "sweep-interval", d.SweepInterval, "how often waiting events whose blocker vanished (deleted by hand) are brought back")
 	fs.DurationVar(&f.cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "on SIGINT/SIGTERM, wait this long for in-flight batches, then release them")
+}
+
+// registerKafka registers how to reach Kafka (brokers, TLS, SASL): all that a
+// command which only reads from Kafka needs.
+func (f *relayFlags) registerKafka(fs *pflag.FlagSet) {
+	fs.StringVar(&f.brokers, "brokers", "", "Kafka seed brokers, comma-separated host:port (else KAFKA_BROKERS)")
+	fs.StringVar(&f.kafka.ClientID, "kafka-client-id", "outboxtop", "Kafka client id")
+	fs.BoolVar(&f.kafka.TLS, "kafka-tls", false, "connect to Kafka with TLS")
+	fs.StringVar(&f.kafka.TLSCAFile, "kafka-tls-ca", "", "PEM file of CAs to trust for Kafka (implies --kafka-tls)")
+	fs.StringVar(&f.kafka.TLSCertFile, "kafka-tls-cert", "", "PEM client certificate for Kafka (implies --kafka-tls)")
+	fs.StringVar(&f.kafka.TLSKeyFile, "kafka-tls-key", "", "PEM client key for Kafka")
+	fs.BoolVar(&f.kafka.TLSInsecureSkipVerify, "kafka-tls-insecure-skip-verify", false, "do not verify the brokers' certificates (testing only)")
+	fs.StringVar(&f.kafka.SASLMechanism, "kafka-sasl-mechanism", "", "SASL mechanism: plain, scram-sha-256 or scram-sha-512")
+	fs.StringVar(&f.kafka.SASLUser, "kafka-sasl-user", "", "SASL user")
+	fs.StringVar(&f.saslPasswordFile, "kafka-sasl-password-file", "", "file holding the SASL password (else OUTBOXTOP_KAFKA_SASL_PASSWORD)")
 }
 
 // resolve completes the configuration from the environment and checks it.
 func (f *relayFlags) resolve(schema string, io IO) error {
-	brokers := f.brokers
-	if brokers == "" {
-		brokers = io.Getenv("KAFKA_BROKERS")
-	}
-	f.kafka.Brokers = nil
-	for _, b := range strings.Split(brokers, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			f.kafka.Brokers = append(f.kafka.Brokers, b)
-		}
+	if err := f.resolveKafka(io); err != nil {
+		return err
 	}
 	if len(f.kafka.Brokers) == 0 {
 		return usagef("no Kafka brokers: set --brokers or KAFKA_BROKERS")
@@ -70,16 +70,59 @@ func (f *relayFlags) resolve(schema string, io IO) error {
 	}
 	f.kafka.MaxMessageBytes, f.kafka.DeliveryTimeout, f.kafka.MaxBufferedRecords = 0, 0, 0
 	f.kafka = f.cfg.Kafka(f.kafka)
+	return nil
+}
+
+// resolveKafka completes the Kafka settings from the environment and checks
+// them; no brokers is not an error here.
+func (f *relayFlags) resolveKafka(io IO) error {
+	brokers := f.brokers
+	if brokers == "" {
+		brokers = io.Getenv("KAFKA_BROKERS")
+	}
+	f.kafka.Brokers = nil
+	for _, b := range strings.Split(brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			f.kafka.Brokers = append(f.kafka.Brokers, b)
+		}
+	}
 	if f.kafka.TLSCAFile != "" || f.kafka.TLSCertFile != "" {
 		f.kafka.TLS = true
 	}
+	if f.kafka.TLSKeyFile != "" {
+		if err := checkSecretFile("--kafka-tls-key", f.kafka.TLSKeyFile, maxKeyFile); err != nil {
+			return usagef("%v", err)
+		}
+	}
 	f.kafka.SASLPassword = io.Getenv("OUTBOXTOP_KAFKA_SASL_PASSWORD")
 	if f.saslPasswordFile != "" {
-		b, err := os.ReadFile(f.saslPasswordFile)
+		b, err := readSecretFile("--kafka-sasl-password-file", f.saslPasswordFile, maxPasswordFile)
 		if err != nil {
-			return usagef("--kafka-sasl-password-file: %v", err)
+			return usagef("%v", err)
 		}
 		f.kafka.SASLPassword = strings.TrimRight(string(b), "\r\n")
 	}
 	return nil
+}
+
+// refuseRelayFlagsWithoutRelay refuses, under --no-relay, a relay flag given on
+// the command line: it would configure nothing. How to reach Kafka (brokers,
+// TLS, SASL) is still used there, by the Consumers view's lag. The same setting
+// from its OUTBOXTOP_ variable passes (an environment file shared with the
+// relay).
+func refuseRelayFlagsWithoutRelay(fs *pflag.FlagSet, io IO) error {
+	relayOnly := pflag.NewFlagSet("", pflag.ContinueOnError)
+	new(relayFlags).register(relayOnly)
+	reach := pflag.NewFlagSet("", pflag.ContinueOnError)
+	new(relayFlags).registerKafka(reach)
+	var err error
+	relayOnly.VisitAll(func(rf *pflag.Flag) {
+		if reach.Lookup(rf.Name) != nil {
+			return
+		}
+		if f := fs.Lookup(rf.Name); err == nil && f != nil && f.Changed && io.Getenv(EnvName(f.Name)) == "" {
+			err = usagef("--%s configures the embedded relay, and --no-relay runs none", f.Name)
+		}
+	})
+	return err
 }

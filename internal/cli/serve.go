@@ -2,18 +2,19 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"sync"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/app"
 	"github.com/outboxtop/outboxtop/internal/sshconsole"
-	"github.com/outboxtop/outboxtop/relay"
 	"github.com/outboxtop/outboxtop/tui"
 )
 
@@ -24,28 +25,38 @@ type serveFlags struct {
 	authorizedKeys string
 	operators      string
 	idleTimeout    time.Duration
+	maxPerKey      int
 	noRelay        bool
 	readOnly       bool
 	db             dbFlags
 	relay          relayFlags
+	retain         retentionFlags
+	metrics        string
 	log            logFlags
+	lag            lagFlags
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.addr, "ssh-addr", ":2222", "address the SSH server listens on")
+	fs.StringVar(&f.addr, "ssh-addr", "127.0.0.1:2222", "address the SSH server listens on (loopback by default: name an address, e.g. :2222, to accept other hosts)")
 	fs.StringVar(&f.hostKey, "host-key", "", "the server's private host key (generated, mode 0600, when the file does not exist) (required)")
 	fs.StringVar(&f.authorizedKeys, "authorized-keys", "", "OpenSSH authorized_keys file of the keys that may log in, read-only (required)")
 	fs.StringVar(&f.operators, "operators", "", "authorized_keys file of the keys that may also act (retry, park, …)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 15*time.Minute, "close a console after this long without a key press (0: never)")
+	fs.IntVar(&f.maxPerKey, "max-sessions-per-key", 4, "sessions one key may hold open at once (0: no limit)")
 	fs.BoolVar(&f.noRelay, "no-relay", false, "do not embed a relay: the consoles only watch")
 	fs.BoolVar(&f.readOnly, "read-only", false, "every session is read-only, operators included")
 	f.log.register(fs)
 	f.db.register(fs)
 	f.relay.register(fs)
+	f.retain.register(fs)
+	fs.StringVar(&f.metrics, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this address (e.g. :9464); off when empty")
+	f.lag.register(fs)
+	f.lag.registerInterval(fs)
 }
 
 // runServe is outboxtop serve: the console over SSH, one per session, sharing
-// one database pool and at most one embedded relay.
+// one application (internal/app): one database pool, at most one embedded relay
+// with its housekeeping, one /metrics.
 func runServe(ctx context.Context, args []string, io IO) error {
 	fs := newFlagSet("serve", io)
 	var f serveFlags
@@ -60,76 +71,62 @@ func runServe(ctx context.Context, args []string, io IO) error {
 		return usagef("--authorized-keys is required")
 	case f.idleTimeout < 0:
 		return usagef("--idle-timeout must not be negative")
+	case f.maxPerKey < 0:
+		return usagef("--max-sessions-per-key must not be negative")
+	}
+	if err := f.retain.check(); err != nil {
+		return err
+	}
+	if f.noRelay {
+		if err := refuseRelayFlagsWithoutRelay(fs, io); err != nil {
+			return err
+		}
 	}
 	logger, err := f.log.logger(io.Err)
 	if err != nil {
 		return err
 	}
-	conns := int32(10)
+	cfg := app.Config{Conns: 10, ReadOnly: f.readOnly, Housekeeping: f.retain.config(), MetricsAddr: f.metrics, Logger: logger}
 	if !f.noRelay {
 		if err := f.relay.resolve(f.db.schema, io); err != nil {
 			return err
 		}
-		conns += int32(f.relay.cfg.InFlight)
+		rcfg := f.relay.cfg
+		rcfg.Logger = logger
+		cfg.Relay, cfg.Kafka = &rcfg, f.relay.kafka
 	}
-	pool, err := f.db.pool(ctx, io, conns)
+	a, err := openApp(ctx, &f.db, io, cfg)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	if err := checkSchema(ctx, pool, f.db.schema); err != nil {
+	defer a.Close()
+	console := tui.Options{Inspector: a.Inspector, ReadOnly: f.readOnly}
+	if a.Relay != nil {
+		console.Relay = relayControl{a.Relay}
+	}
+	// One lag cache for every session: the brokers are asked once per --lag-interval.
+	if f.noRelay {
+		if err := f.relay.resolveKafka(io); err != nil {
+			return err
+		}
+	}
+	if len(f.relay.kafka.Brokers) > 0 { // the detail reads records back
+		console.Kafka = kafkaClientFor(f.relay.kafka)
+	}
+	closeLag, err := f.lag.consoleLag(&console, f.relay.kafka, a.Pool, f.db.schema)
+	if err != nil {
 		return err
 	}
-	var opts []inspect.Option
-	if f.readOnly {
-		opts = append(opts, inspect.ReadOnly())
-	}
-	in, err := inspect.New(pool, f.db.schema, opts...)
-	if err != nil {
-		return usagef("--schema: %v", err)
-	}
-	ro, err := inspect.New(pool, f.db.schema, inspect.ReadOnly())
-	if err != nil {
-		return usagef("--schema: %v", err)
-	}
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	console := tui.Options{Inspector: in, ReadOnly: f.readOnly}
-	var wg sync.WaitGroup
-	var relayErr error
-	if !f.noRelay {
-		client, err := relay.NewKafkaClient(f.relay.kafka)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		defer client.Close()
-		cfg := f.relay.cfg
-		cfg.Logger = logger
-		r, err := relay.New(pool, client, cfg)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		console.Relay = relayControl{r}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			relayErr = r.Run(ctx)
-			if relayErr != nil {
-				cancel() // the consoles would show a relay that no longer runs
-			}
-		}()
-		defer func() { cancel(); wg.Wait() }()
-	}
-
+	defer closeLag()
 	srv, err := sshconsole.New(sshconsole.Config{
 		HostKeyPath:        f.hostKey,
 		AuthorizedKeysPath: f.authorizedKeys,
 		OperatorsPath:      f.operators,
 		IdleTimeout:        f.idleTimeout,
+		MaxSessionsPerKey:  f.maxPerKey,
 		Console:            console,
-		ReadOnlyInspector:  ro,
-		Status:             statusWriter(in),
+		ReadOnlyInspector:  a.ReadOnlyInspector,
+		Status:             statusWriter(a.Inspector),
 		Logger:             logger,
 	})
 	if err != nil {
@@ -140,14 +137,28 @@ func runServe(ctx context.Context, args []string, io IO) error {
 		return fmt.Errorf("--ssh-addr: %w", err)
 	}
 	logger.Info("serving the console over SSH", "addr", ln.Addr().String(), "host_key", srv.HostKeyFingerprint(),
-		"relay", !f.noRelay, "read_only", f.readOnly, "idle_timeout", f.idleTimeout)
-	err = srv.Serve(ctx, ln)
-	cancel()
-	wg.Wait()
+		"relay", !f.noRelay, "read_only", f.readOnly, "idle_timeout", f.idleTimeout,
+		"max_sessions_per_key", f.maxPerKey)
+	err = a.Run(ctx, func(ctx context.Context) error {
+		// SIGHUP re-reads the key files at once (they are also polled for
+		// changes): removed keys lose their sessions.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-hup:
+					logger.Info("SIGHUP: reloading the key files")
+					srv.ReloadKeys()
+				}
+			}
+		}()
+		return srv.Serve(ctx, ln)
+	})
 	logger.Info("SSH server stopped")
-	if relayErr != nil && !errors.Is(relayErr, context.Canceled) {
-		return relayErr
-	}
 	return err
 }
 

@@ -3,92 +3,330 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/internal/eventstate"
+	"github.com/outboxtop/outboxtop/internal/consumerlag"
+	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // statusJSON is `status --json`: the snapshot's fields plus the check's verdict
 // (documented field by field in README.md).
 type statusJSON struct {
 	inspect.Snapshot
-	Check statusCheck `json:"check"`
+	// OldestPublishableAge: see inspect.Inspector.OldestPublishableAge.
+	OldestPublishableAge inspect.Age `json:"oldest_publishable_age_seconds"`
+	// Consumers is the consumer groups' lag; absent without --brokers or KAFKA_BROKERS.
+	Consumers *consumerlag.Report `json:"consumers,omitempty"`
+	Check     statusCheck         `json:"check"`
 }
 
 type statusCheck struct {
+	// Level is OK, WARNING, CRITICAL or UNKNOWN, as the exit code says.
+	Level   string   `json:"level"`
 	Healthy bool     `json:"healthy"`
 	Crossed []string `json:"crossed"`
-	// MaxOldestSeconds and MaxFailed echo the thresholds (null: not set).
+	// Thresholds echoes every threshold in force (crossed or not).
+	Thresholds []statusThreshold `json:"thresholds"`
+	// MaxOldestSeconds and MaxFailed echo the legacy --max-* thresholds (null: not set).
 	MaxOldestSeconds *float64 `json:"max_oldest_seconds"`
 	MaxFailed        *int64   `json:"max_failed"`
+	// Error is why the level is UNKNOWN.
+	Error string `json:"error,omitempty"`
 }
 
+// statusThreshold is one checked value with its warning and critical bounds (null:
+// no bound at that level). A value strictly greater than a bound crosses it.
+type statusThreshold struct {
+	Name     string   `json:"name"`
+	Value    float64  `json:"value"`
+	Warning  *float64 `json:"warning"`
+	Critical *float64 `json:"critical"`
+}
+
+// Status exit codes follow the monitoring-plugin convention (Nagios, Icinga,
+// Sensu, Checkmk): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN. Bad usage of status
+// exits 64 (EX_USAGE), not 2, so a typo in a check's command line cannot read as
+// CRITICAL; monitoring shows any code above 3 as UNKNOWN.
+const (
+	ExitWarning     = 1
+	ExitCritical    = 2
+	ExitUnknown     = 3
+	ExitStatusUsage = 64
+)
+
+var levelNames = [...]string{"OK", "WARNING", "CRITICAL", "UNKNOWN"}
+
 func runStatus(ctx context.Context, args []string, io IO) error {
+	err := status(ctx, args, io)
+	if errors.As(err, new(usageError)) {
+		return exitError{code: ExitStatusUsage, msg: err.Error()}
+	}
+	return err
+}
+
+func status(ctx context.Context, args []string, io IO) error {
 	fs := newFlagSet("status", io)
 	var db dbFlags
 	db.register(fs)
 	asJSON := fs.Bool("json", false, "print the snapshot as JSON (fields in README.md)")
-	maxOldest := fs.Duration("max-oldest", 0, "exit 1 when the oldest pending event is older than this (0: no check)")
-	maxFailed := fs.Int64("max-failed", -1, "exit 1 when more than this many events are failed (-1: no check)")
+	warnOldest := fs.Duration("warn-oldest", time.Minute, "WARNING when the oldest publishable event has waited longer than this (0: no check)")
+	critOldest := fs.Duration("crit-oldest", 5*time.Minute, "CRITICAL when the oldest publishable event has waited longer than this (0: no check)")
+	warnFailed := fs.Int64("warn-failed", 0, "WARNING when more than this many events are failed (0, the default: any; -1: no check)")
+	critFailed := fs.Int64("crit-failed", -1, "CRITICAL when more than this many events are failed (-1: no check)")
+	warnBlocked := fs.Int64("warn-blocked", 0, "WARNING when more than this many aggregates are blocked (0, the default: any; -1: no check)")
+	critBlocked := fs.Int64("crit-blocked", -1, "CRITICAL when more than this many aggregates are blocked (-1: no check)")
+	maxOldest := fs.Duration("max-oldest", 0, "CRITICAL when the oldest pending event (ready or scheduled, from created_at) is older than this (0: no check)")
+	maxFailed := fs.Int64("max-failed", -1, "CRITICAL when more than this many events are failed (-1: no check; the older name of --crit-failed)")
+	var kafka relayFlags
+	kafka.registerKafka(fs)
+	var lag lagFlags
+	lag.register(fs)
+	lt := lag.thresholds(fs)
 	if err := parse(fs, args, io); err != nil {
 		return err
 	}
-	if *maxOldest < 0 {
-		return usagef("--max-oldest must not be negative")
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--warn-oldest", *warnOldest}, {"--crit-oldest", *critOldest}, {"--max-oldest", *maxOldest}} {
+		if d.v < 0 {
+			return usagef("%s must not be negative", d.name)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{{"--warn-failed", *warnFailed}, {"--crit-failed", *critFailed}, {"--warn-blocked", *warnBlocked}, {"--crit-blocked", *critBlocked}, {"--max-failed", *maxFailed}} {
+		if n.v < -1 {
+			return usagef("%s must be -1 (no check) or more", n.name)
+		}
+	}
+	if *maxFailed >= 0 && (*critFailed < 0 || *maxFailed < *critFailed) {
+		*critFailed = *maxFailed // the older name of the same check; the stricter wins
+	}
+	if err := lt.validate(); err != nil {
+		return err
+	}
+	if err := kafka.resolveKafka(io); err != nil {
+		return err
+	}
+	if lt.set() && len(kafka.kafka.Brokers) == 0 {
+		return usagef("consumer lag thresholds need Kafka: set --brokers or KAFKA_BROKERS")
+	}
+	var checker *consumerlag.Checker
+	if len(kafka.kafka.Brokers) > 0 {
+		c, err := lag.checker(kafka.kafka)
+		if err != nil {
+			return err
+		}
+		checker = c
+		defer checker.Close()
 	}
 	in, pool, err := db.inspector(ctx, io)
 	if err != nil {
-		return err
+		// A bad --dsn or --schema stays bad usage; anything else is the database not
+		// answering, and then nothing can be said about the outbox.
+		if errors.As(err, new(usageError)) {
+			return err
+		}
+		return unknown(io, *asJSON, err)
 	}
 	defer pool.Close()
 	s, err := in.Snapshot(ctx)
 	if err != nil {
-		return err
+		return unknown(io, *asJSON, err)
 	}
-	check := statusCheck{Healthy: true, Crossed: []string{}}
-	if *maxOldest > 0 {
-		v := maxOldest.Seconds()
-		check.MaxOldestSeconds = &v
-		if s.OldestPendingAge.Duration() > *maxOldest {
-			check.Crossed = append(check.Crossed, fmt.Sprintf("oldest pending %s > %s", s.OldestPendingAge, *maxOldest))
+	publishable, err := in.OldestPublishableAge(ctx)
+	if err != nil {
+		return unknown(io, *asJSON, err)
+	}
+	s.Health.OldestXmin = withoutOwnSession(ctx, pool, s.Health.OldestXmin)
+	var consumers *consumerlag.Report
+	if checker != nil {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second) // within a check plugin's usual 10 s
+		r := consumerlag.CheckTopics(lctx, checker, lag.topicsOf(pool, in.Schema()))
+		cancel()
+		consumers = &r
+	}
+
+	check := statusCheck{Crossed: []string{}, Thresholds: []statusThreshold{}}
+	level := 0
+	checkValue := func(name, shown string, v float64, warn, crit *float64) {
+		check.Thresholds = append(check.Thresholds, statusThreshold{name, v, warn, crit})
+		switch {
+		case crit != nil && v > *crit:
+			check.Crossed = append(check.Crossed, fmt.Sprintf("%s %s > %s", name, shown, formatBound(name, *crit)))
+			level = max(level, ExitCritical)
+		case warn != nil && v > *warn:
+			check.Crossed = append(check.Crossed, fmt.Sprintf("%s %s > %s", name, shown, formatBound(name, *warn)))
+			level = max(level, ExitWarning)
 		}
+	}
+	durBound := func(d time.Duration) *float64 {
+		if d <= 0 {
+			return nil
+		}
+		v := d.Seconds()
+		return &v
+	}
+	countBound := func(n int64) *float64 {
+		if n < 0 {
+			return nil
+		}
+		v := float64(n)
+		return &v
+	}
+	checkValue("oldest publishable", publishable.String(), publishable.Duration().Seconds(), durBound(*warnOldest), durBound(*critOldest))
+	checkValue("failed", fmt.Sprint(s.Counts.Failed), float64(s.Counts.Failed), countBound(*warnFailed), countBound(*critFailed))
+	checkValue("blocked", fmt.Sprint(s.Blocked.Count), float64(s.Blocked.Count), countBound(*warnBlocked), countBound(*critBlocked))
+	if *maxOldest > 0 {
+		check.MaxOldestSeconds = durBound(*maxOldest)
+		checkValue("oldest pending", s.OldestPendingAge.String(), s.OldestPendingAge.Duration().Seconds(), nil, check.MaxOldestSeconds)
 	}
 	if *maxFailed >= 0 {
 		check.MaxFailed = maxFailed
-		if s.Counts.Failed > *maxFailed {
-			check.Crossed = append(check.Crossed, fmt.Sprintf("failed %d > %d", s.Counts.Failed, *maxFailed))
-		}
 	}
-	check.Healthy = len(check.Crossed) == 0
+	if consumers != nil {
+		lt.check(*consumers, checkValue, func(what string) {
+			check.Crossed = append(check.Crossed, what)
+			level = max(level, ExitWarning)
+		})
+	}
+	check.Level = levelNames[level]
+	check.Healthy = level == 0
+	summary := statusSummary(check, s, publishable, consumers)
 	if *asJSON {
 		enc := json.NewEncoder(io.Out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(statusJSON{s, check}); err != nil {
+		if err := enc.Encode(statusJSON{s, publishable, consumers, check}); err != nil {
 			return err
 		}
 	} else {
+		// The first line is the plugin output a monitoring system shows; the report
+		// after it is the plugin's long output.
+		fmt.Fprintln(io.Out, summary)
 		printStatus(io.Out, s)
-		if check.Healthy {
-			fmt.Fprintln(io.Out, "status: OK")
-		} else {
-			fmt.Fprintf(io.Out, "status: CRITICAL: %s\n", strings.Join(check.Crossed, "; "))
+		fmt.Fprintf(io.Out, "oldest publishable %s (ready events not waiting behind a failed or scheduled one)\n", publishable)
+		if consumers != nil {
+			printConsumers(io.Out, *consumers)
 		}
 	}
-	if !check.Healthy {
-		return exitError{code: ExitFailure, msg: "threshold crossed: " + strings.Join(check.Crossed, "; ")}
+	if level != 0 {
+		return exitError{code: level, msg: check.Level + ": " + strings.Join(check.Crossed, "; ")}
 	}
 	return nil
+}
+
+// unknown ends status as UNKNOWN: the database did not answer, so nothing can be
+// said about the outbox.
+func unknown(io IO, asJSON bool, err error) error {
+	msg := tui.Sanitize(oneLine(err.Error()))
+	if asJSON {
+		enc := json.NewEncoder(io.Out)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(struct {
+			Check statusCheck `json:"check"`
+		}{statusCheck{Level: "UNKNOWN", Crossed: []string{}, Thresholds: []statusThreshold{}, Error: msg}})
+	} else {
+		fmt.Fprintf(io.Out, "OUTBOXTOP UNKNOWN - %s\n", msg)
+	}
+	return exitError{code: ExitUnknown, msg: "UNKNOWN: " + msg}
+}
+
+// statusSummary is the one-line plugin output: level, the crossed thresholds or
+// the main numbers, then performance data after "|" (label=value[unit];warn;crit;min).
+func statusSummary(check statusCheck, s inspect.Snapshot, publishable inspect.Age, consumers *consumerlag.Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "OUTBOXTOP %s - ", check.Level)
+	if len(check.Crossed) > 0 {
+		b.WriteString(strings.Join(check.Crossed, ", "))
+	} else {
+		c := s.Counts
+		fmt.Fprintf(&b, "ready %s, failed %s, blocked %s, oldest publishable %s", approx(c.Ready, c.Approx.Ready),
+			approx(c.Failed, c.Approx.Failed), approx(s.Blocked.Count, s.Blocked.Estimate), publishable)
+		if consumers != nil {
+			if n, group := consumers.MaxLag(); group != "" {
+				fmt.Fprintf(&b, ", consumer lag %d (%s)", n, short(tui.Sanitize(group), 40))
+			}
+		}
+	}
+	bounds := map[string][2]string{}
+	for _, t := range check.Thresholds {
+		bounds[t.Name] = [2]string{perfBound(t.Warning), perfBound(t.Critical)}
+	}
+	c := s.Counts
+	perf := func(label string, v string, name string) {
+		bd := bounds[name]
+		fmt.Fprintf(&b, " %s=%s;%s;%s;0", label, v, bd[0], bd[1])
+	}
+	b.WriteString(" |")
+	perf("ready", fmt.Sprint(c.Ready), "")
+	perf("scheduled", fmt.Sprint(c.Scheduled), "")
+	perf("leased", fmt.Sprint(c.Leased), "")
+	perf("failed", fmt.Sprint(c.Failed), "failed")
+	perf("blocked", fmt.Sprint(s.Blocked.Count), "blocked")
+	perf("oldest_publishable", fmt.Sprintf("%.3fs", publishable.Duration().Seconds()), "oldest publishable")
+	perf("oldest_pending", fmt.Sprintf("%.3fs", s.OldestPendingAge.Duration().Seconds()), "oldest pending")
+	perf("published_1m", fmt.Sprint(s.Published.Last1m.Value), "")
+	if consumers != nil {
+		b.WriteString(lagPerf(*consumers, check))
+	}
+	return b.String()
+}
+
+func perfBound(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
+}
+
+func formatBound(name string, v float64) string {
+	if strings.HasPrefix(name, "oldest") {
+		return time.Duration(v * float64(time.Second)).String()
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// withoutOwnSession drops an oldest-xmin holder that is this process's own
+// connection, or a transaction begun after the snapshot's (a relay's claim a few
+// milliseconds old, shown as "open -107ms"): neither holds back vacuum.
+func withoutOwnSession(ctx context.Context, pool *pgxpool.Pool, x *inspect.XminHolder) *inspect.XminHolder {
+	if x == nil || x.Kind != "session" {
+		return x
+	}
+	if x.Age < 0 {
+		return nil
+	}
+	for _, c := range pool.AcquireAllIdle(ctx) {
+		pid := c.Conn().PgConn().PID()
+		c.Release()
+		if int32(pid) == x.PID {
+			return nil
+		}
+	}
+	return x
 }
 
 func printStatus(w io.Writer, s inspect.Snapshot) {
 	c := s.Counts
 	fmt.Fprintf(w, "outboxtop status — schema %s at %s (took %s)\n", s.Schema, s.TakenAt.Format(time.RFC3339), s.Took)
-	fmt.Fprintf(w, "pending %d (ready %d, scheduled %d)  leased %d  failed %d  published %s  archived %s\n",
-		c.Pending, c.Ready, c.Scheduled, c.Leased, c.Failed, c.Published, c.Archived)
+	a := c.Approx
+	fmt.Fprintf(w, "pending %s (ready %s, of them waiting %s; scheduled %s)  leased %s  failed %s  published %s  archived %s\n",
+		approx(c.Pending, a.Pending), approx(c.Ready, a.Ready), approx(c.Waiting, a.Waiting), approx(c.Scheduled, a.Scheduled),
+		approx(c.Leased, a.Leased), approx(c.Failed, a.Failed), c.Published, c.Archived)
+	if s.Partial {
+		fmt.Fprintln(w, "counts marked ~ are estimates: the table holds more unpublished rows than status reads one by one")
+	}
 	fmt.Fprintf(w, "oldest pending %s  oldest ready %s  expired leases %d", s.OldestPendingAge, s.OldestReadyAge, s.ExpiredLeases)
 	if s.NextScheduledAt != nil {
 		fmt.Fprintf(w, "  next scheduled in %s", s.NextScheduledAt.Sub(s.TakenAt).Round(time.Second))
@@ -99,22 +337,22 @@ func printStatus(w io.Writer, s inspect.Snapshot) {
 	if c.Failed > 0 {
 		fmt.Fprintln(w, "failed by error:")
 		for _, g := range s.FailedByError {
-			fmt.Fprintf(w, "  %6d  %s\n", g.Count, clean(short(g.Key, 100)))
+			fmt.Fprintf(w, "  %6d  %s\n", g.Count, short(tui.Sanitize(g.Key), 100))
 		}
 	}
 	if s.Blocked.Count > 0 {
-		fmt.Fprintf(w, "blocked aggregates %d:\n", s.Blocked.Count)
+		fmt.Fprintf(w, "blocked aggregates %s:\n", approx(s.Blocked.Count, s.Blocked.Estimate))
 		for k, b := range s.Blocked.Aggregates {
 			if k == 5 {
 				fmt.Fprintf(w, "  … (%d more)\n", s.Blocked.Count-5)
 				break
 			}
-			fmt.Fprintf(w, "  %s/%s behind %s (%s) with %d waiting\n", clean(short(b.AggregateType, 30)),
-				clean(short(b.AggregateID, 40)), b.Blocker.EventID, b.Blocker.State, b.Waiting)
+			fmt.Fprintf(w, "  %s/%s behind %s (%s) with %d waiting\n", short(tui.Sanitize(b.AggregateType), 30),
+				short(tui.Sanitize(b.AggregateID), 40), b.Blocker.EventID, b.Blocker.State, b.Waiting)
 		}
 	}
 	for _, con := range s.Inbox {
-		fmt.Fprintf(w, "inbox %s: %s consumed, %d in the last 5m\n", clean(short(con.Name, 40)), con.Total, con.Last5m)
+		fmt.Fprintf(w, "inbox %s: %s consumed, %d in the last 5m\n", short(tui.Sanitize(con.Name), 40), con.Total, con.Last5m)
 	}
 	for _, t := range s.Health.Tables {
 		fmt.Fprintf(w, "table %s: %d live, %d dead tuples, %s + %s indexes", t.Table, t.LiveTuples, t.DeadTuples,
@@ -125,12 +363,17 @@ func printStatus(w io.Writer, s inspect.Snapshot) {
 		fmt.Fprintln(w)
 	}
 	if x := s.Health.OldestXmin; x != nil {
-		fmt.Fprintf(w, "oldest xmin: %s %s", x.Kind, clean(short(x.Name, 40)))
+		fmt.Fprintf(w, "oldest xmin: %s %s", x.Kind, short(tui.Sanitize(x.Name), 40))
 		if x.PID != 0 {
-			fmt.Fprintf(w, " (pid %d, %s)", x.PID, clean(x.State))
+			fmt.Fprintf(w, " (pid %d, %s)", x.PID, tui.Sanitize(x.State))
 		}
 		fmt.Fprintf(w, ", %d transactions old, open %s\n", x.XminAge, x.Age)
 	}
+}
+
+// approx is a count as status prints it: "~" in front when it is an estimate.
+func approx(n int64, estimate bool) string {
+	return inspect.Count{Value: n, Estimate: estimate}.String()
 }
 
 func humanBytes(n int64) string {
@@ -150,7 +393,8 @@ func runEvents(ctx context.Context, args []string, io IO) error {
 	fs := newFlagSet("events", io)
 	var db dbFlags
 	db.register(fs)
-	state := fs.String("state", "", "ready, scheduled, pending, leased, failed, published or archived (required)")
+	state := fs.String("state", "", "ready, scheduled, pending, leased, failed, published or archived (required without --aggregate)")
+	aggregate := fs.String("aggregate", "", "TYPE/ID: every event of one aggregate in seq order, its blocker and what waits behind it")
 	var ff filterFlags
 	ff.register(fs)
 	sort := fs.String("sort", "seq", "order by seq, created_at, available_at, lease_until, failed_at, published_at, archived_at or attempts")
@@ -161,9 +405,12 @@ func runEvents(ctx context.Context, args []string, io IO) error {
 	if err := parse(fs, args, io); err != nil {
 		return err
 	}
-	st := eventstate.State(*state)
+	if *aggregate != "" {
+		return runTimeline(ctx, &db, *aggregate, *limit, *asJSON, io)
+	}
+	st := wire.State(*state)
 	if st != inspect.Archived {
-		if _, err := eventstate.Parse(*state); err != nil {
+		if _, err := wire.Parse(*state); err != nil {
 			return usagef("--state: %v", err)
 		}
 	}
@@ -181,7 +428,7 @@ func runEvents(ctx context.Context, args []string, io IO) error {
 	defer pool.Close()
 	page, err := in.List(ctx, inspect.ListOptions{State: st, Filter: f, Sort: inspect.Sort(*sort), Desc: *desc, Limit: *limit, After: *after})
 	if err != nil {
-		if strings.Contains(err.Error(), "unknown sort") || strings.Contains(err.Error(), "cursor") || strings.Contains(err.Error(), "sort ") {
+		if errors.Is(err, inspect.ErrInvalidRequest) {
 			return usagef("%v", err)
 		}
 		return err
@@ -194,8 +441,8 @@ func runEvents(ctx context.Context, args []string, io IO) error {
 	fmt.Fprintf(io.Out, "%-36s  %-9s  %-20s  %-28s  %8s  %10s  %s\n", "EVENT ID", "STATE", "EVENT TYPE", "AGGREGATE", "ATTEMPTS", "AGE", "LAST ERROR")
 	for _, e := range page.Events {
 		fmt.Fprintf(io.Out, "%-36s  %-9s  %-20s  %-28s  %8d  %10s  %s\n", e.EventID, e.State,
-			clean(short(e.EventType, 20)), clean(short(e.AggregateType+"/"+e.AggregateID, 28)), e.Attempts,
-			e.Age.Duration().Round(time.Second), clean(short(e.LastError, 60)))
+			short(tui.Sanitize(e.EventType), 20), short(tui.Sanitize(e.AggregateType+"/"+e.AggregateID), 28), e.Attempts,
+			e.Age.Duration().Round(time.Second), short(tui.Sanitize(e.LastError), 60))
 	}
 	if page.Next != "" {
 		fmt.Fprintf(io.Out, "next: %s\n", page.Next)

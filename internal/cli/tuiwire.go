@@ -2,92 +2,87 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/app"
+	"github.com/outboxtop/outboxtop/internal/sshconsole"
 	"github.com/outboxtop/outboxtop/relay"
 	"github.com/outboxtop/outboxtop/tui"
 )
 
-// runTUI opens the console: the database, the schema check, the embedded relay
-// (unless --no-relay) and the Bubble Tea program. The relay's logs are discarded
-// while the console owns the terminal; its last error shows in the Overview.
+// runTUI opens the console: the application lifecycle (database, schema check,
+// the embedded relay unless --no-relay, its housekeeping, /metrics when asked)
+// and the Bubble Tea program in front of it. The log goes nowhere while the
+// console owns the terminal; the relay's last error shows in the Overview.
 func runTUI(ctx context.Context, c *consoleFlags, io IO) error {
-	conns := int32(6)
-	if !c.noRelay {
-		if err := c.relay.resolve(c.db.schema, io); err != nil {
-			return err
-		}
-		conns += int32(c.relay.cfg.InFlight)
-	}
-	pool, err := c.db.pool(ctx, io, conns)
+	cfg, err := c.appConfig(io)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	if err := checkSchema(ctx, pool, c.db.schema); err != nil {
-		return err
-	}
-	var opts []inspect.Option
-	if c.readOnly {
-		opts = append(opts, inspect.ReadOnly())
-	}
-	in, err := inspect.New(pool, c.db.schema, opts...)
+	a, err := openApp(ctx, &c.db, io, cfg)
 	if err != nil {
 		return err
 	}
+	defer a.Close()
 	actor := c.actor
 	if actor == "" {
 		actor = inspect.DefaultActor(io.Getenv)
 	}
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	topts := tui.Options{Inspector: in, ReadOnly: c.readOnly, Actor: actor, Context: ctx}
-
-	var wg sync.WaitGroup
-	var relayErr error
-	if !c.noRelay {
-		client, err := relay.NewKafkaClient(c.relay.kafka)
+	return a.Run(ctx, func(ctx context.Context) error {
+		topts := tui.Options{Inspector: a.Inspector, ReadOnly: c.readOnly, Actor: actor, Context: ctx}
+		if a.Relay != nil {
+			// Pause and resume are audited like the actions (a read-only console
+			// cannot pause at all).
+			topts.Relay = sshconsole.AuditedRelay{Relay: relayControl{a.Relay}, Inspector: a.Inspector, Actor: actor,
+				Context: ctx, Logger: slog.New(slog.DiscardHandler)}
+		}
+		if len(c.relay.kafka.Brokers) > 0 { // the detail reads records back
+			topts.Kafka = kafkaClientFor(c.relay.kafka)
+		}
+		closeLag, err := c.lag.consoleLag(&topts, c.relay.kafka, a.Pool, c.db.schema)
 		if err != nil {
-			return usagef("%v", err)
+			return err
 		}
-		defer client.Close()
-		cfg := c.relay.cfg
-		cfg.Logger = slog.New(slog.DiscardHandler)
-		// q should quit promptly: in-flight batches get a short grace, then their
-		// leases are released (the events are published by the next claim).
-		if cfg.ShutdownTimeout > consoleShutdown && c.relay.cfg.ShutdownTimeout == relay.DefaultConfig.ShutdownTimeout {
-			cfg.ShutdownTimeout = consoleShutdown
+		defer closeLag()
+		err = tui.Run(topts)
+		if a.Relay != nil && a.Relay.Status().InFlight > 0 {
+			fmt.Fprintln(io.Err, "outboxtop: stopping the relay: waiting for in-flight batches")
 		}
-		r, err := relay.New(pool, client, cfg)
-		if err != nil {
-			return usagef("%v", err)
+		return err
+	})
+}
+
+// appConfig is the console's application: every flag the console accepts is
+// here (the log flags are checked; the log itself has nowhere to go while the
+// console owns the terminal).
+func (c *consoleFlags) appConfig(io IO) (app.Config, error) {
+	if _, err := c.log.logger(io.Err); err != nil {
+		return app.Config{}, err
+	}
+	cfg := app.Config{Conns: 6, ReadOnly: c.readOnly, Housekeeping: c.retain.config(), MetricsAddr: c.metrics}
+	if c.noRelay {
+		if cfg.Housekeeping.Enabled() {
+			return app.Config{}, usagef("--archive-after and --archive-retention are the relay's housekeeping: --no-relay runs none")
 		}
-		topts.Relay = relayControl{r}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			relayErr = r.Run(ctx)
-			if relayErr != nil {
-				cancel() // the console would show a relay that no longer runs
-			}
-		}()
+		if err := c.relay.resolveKafka(io); err != nil { // for the Consumers view's lag alone
+			return app.Config{}, err
+		}
+		return cfg, nil
 	}
-	err = tui.Run(topts)
-	cancel()
-	if topts.Relay != nil && topts.Relay.Status().InFlight > 0 {
-		fmt.Fprintln(io.Err, "outboxtop: stopping the relay: waiting for in-flight batches")
+	if err := c.relay.resolve(c.db.schema, io); err != nil {
+		return app.Config{}, err
 	}
-	wg.Wait()
-	if relayErr != nil && !errors.Is(relayErr, context.Canceled) {
-		return relayErr
+	rcfg := c.relay.cfg
+	// q should quit promptly: in-flight batches get a short grace, then their
+	// leases are released (the events are published by the next claim).
+	if rcfg.ShutdownTimeout == relay.DefaultConfig.ShutdownTimeout && rcfg.ShutdownTimeout > consoleShutdown {
+		rcfg.ShutdownTimeout = consoleShutdown
 	}
-	return err
+	cfg.Relay, cfg.Kafka = &rcfg, c.relay.kafka
+	return cfg, nil
 }
 
 // consoleShutdown replaces the default --shutdown-timeout in the console.

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/outboxtop/outboxtop/inbox"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // ConsumerConfig configures the demo's consumer.
@@ -194,9 +195,9 @@ func header(rec *kgo.Record, key string) string {
 
 // apply is the consumer's effect: the order and payment projections.
 func (c *Consumer) apply(ctx context.Context, tx pgx.Tx, rec *kgo.Record) error {
-	switch header(rec, "aggregate_type") {
+	switch header(rec, wire.HeaderAggregateType) {
 	case AggregateOrder:
-		if header(rec, "event_type") == OrderPoisoned {
+		if header(rec, wire.HeaderEventType) == OrderPoisoned {
 			return nil
 		}
 		var ev orderEvent
@@ -213,7 +214,7 @@ func (c *Consumer) apply(ctx context.Context, tx pgx.Tx, rec *kgo.Record) error 
 				last_event_type = CASE WHEN EXCLUDED.version > p.version THEN EXCLUDED.last_event_type ELSE p.last_event_type END,
 				version = GREATEST(p.version, EXCLUDED.version),
 				updated_at = now()`,
-			ev.OrderID, ev.Status, ev.Version, header(rec, "event_type"))
+			ev.OrderID, ev.Status, ev.Version, header(rec, wire.HeaderEventType))
 		return err
 	case AggregatePayment:
 		var ev paymentEvent

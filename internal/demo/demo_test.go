@@ -13,6 +13,7 @@ import (
 	"github.com/outboxtop/outboxtop/internal/demo"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/outbox"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -182,7 +183,8 @@ func (b *testBundle) outboxRows(t *testing.T) []relayRow {
 }
 
 // publish produces rows the way the relay does: key = aggregate_id, value =
-// payload, the relay's headers, topic <prefix>outbox.<aggregate_type>.
+// payload, the relay's headers (wire.Meta), topic <prefix> + the relay's default
+// template.
 func publish(t *testing.T, k *testenv.Kafka, rows []relayRow) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -193,16 +195,13 @@ func publish(t *testing.T, k *testenv.Kafka, rows []relayRow) {
 	recs := make([]*kgo.Record, len(rows))
 	for i, r := range rows {
 		recs[i] = &kgo.Record{
-			Topic: k.Prefix + "outbox." + r.aggType,
+			Topic: k.Prefix + wire.Topic(wire.DefaultTopicTemplate, r.aggType, r.evType),
 			Key:   []byte(r.aggID),
 			Value: []byte(r.payload),
-			Headers: []kgo.RecordHeader{
-				{Key: "event_id", Value: []byte(r.id)},
-				{Key: "event_type", Value: []byte(r.evType)},
-				{Key: "aggregate_type", Value: []byte(r.aggType)},
-				{Key: "aggregate_id", Value: []byte(r.aggID)},
-				{Key: "created_at", Value: []byte(r.createdAt.UTC().Format(time.RFC3339Nano))},
-			},
+		}
+		meta := wire.Meta{EventID: r.id, EventType: r.evType, AggregateType: r.aggType, AggregateID: r.aggID, CreatedAt: r.createdAt}
+		for _, h := range meta.Headers() {
+			recs[i].Headers = append(recs[i].Headers, kgo.RecordHeader(h))
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/outboxtop/outboxtop/internal/relayfault"
 )
 
 // The demo's faults, offered as console keys and scheduled by headless runs
@@ -33,7 +35,7 @@ func (d *Demo) Outage() bool { return d.outage.isDown() }
 // out its events are published again and the consumer's inbox absorbs the
 // duplicates. It returns how many kills were asked for so far.
 func (d *Demo) KillBatch() int64 {
-	d.Relay.AbandonNextBatch()
+	relayfault.AbandonNextBatch(d.Relay)
 	return d.kills.Add(1)
 }
 

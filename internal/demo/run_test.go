@@ -76,9 +76,11 @@ func TestHeadlessRunWithFaults(t *testing.T) {
 			t.Errorf("progress does not mention %q", want)
 		}
 	}
-	// The outage reached the relay: it saw Kafka unreachable, and recovered.
+	// The outage reached the relay: it saw Kafka unreachable, and recovered. The
+	// error recorded is the first the outage caused: a refused dial, or the read
+	// of a connection the outage cut (which one depends on where the relay was).
 	st := d.Relay.Status()
-	if !strings.Contains(st.LastError, "demo broker outage") || !st.BrokerReachable {
+	if !strings.Contains(st.LastError, "kafka unreachable") || !st.BrokerReachable {
 		t.Errorf("relay status after the outage: reachable %v, last error %q", st.BrokerReachable, st.LastError)
 	}
 

@@ -165,14 +165,31 @@ func (c *Cluster) initdb(ctx context.Context) error {
 	return nil
 }
 
+// start starts the server. A first start picks a port that was free a moment
+// ago; postgres cannot be handed a listener, so when another process takes the
+// port first (postgres then fails to bind, or a client reaches the other
+// server), it tries again on another port. A restart keeps its port.
 func (c *Cluster) start(ctx context.Context, opts Options) error {
-	if c.port == 0 { // a restart keeps its port
-		port, err := freePort()
-		if err != nil {
+	if c.port != 0 {
+		return c.launch(ctx, opts)
+	}
+	var err error
+	for range 5 {
+		if c.port, err = freePort(); err != nil {
 			return err
 		}
-		c.port = port
+		if err = c.launch(ctx, opts); !errors.Is(err, errPortTaken) {
+			return err
+		}
+		c.done = make(chan struct{})
 	}
+	return err
+}
+
+// errPortTaken is a start that lost its port to another process.
+var errPortTaken = errors.New("pgtemp: the port was taken by another process")
+
+func (c *Cluster) launch(ctx context.Context, opts Options) error {
 	args := []string{"-D", c.dataDir(), "-p", strconv.Itoa(c.port),
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "unix_socket_directories=" + c.dir,
@@ -196,6 +213,10 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer logFile.Close()
+	var logStart int64
+	if fi, err := logFile.Stat(); err == nil {
+		logStart = fi.Size()
+	}
 	// Not CommandContext: the server must outlive the start-up context.
 	cmd := c.command(context.Background(), "postgres", args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -211,14 +232,22 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		select {
 		case <-c.done:
 			log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
+			if len(log) > int(logStart) {
+				log = log[logStart:] // this start's lines only
+			}
+			if strings.Contains(string(log), "Address already in use") {
+				return errPortTaken
+			}
 			return fmt.Errorf("postgres exited during start-up: %s", lastLines(string(log), 5))
 		default:
 		}
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		conn, err := pgx.Connect(pctx, c.DSN(""))
-		cancel()
+		ours, err := c.answers(ctx)
 		if err == nil {
-			conn.Close(ctx)
+			if !ours {
+				// Another server answers on the port: ours cannot bind it.
+				stopProcess(c.cmd.Process, c.done)
+				return errPortTaken
+			}
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -229,6 +258,25 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// answers reports whether a server accepts connections on the cluster's port,
+// and whether it is this cluster's (its data directory is ours).
+func (c *Cluster) answers(ctx context.Context) (ours bool, err error) {
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(pctx, c.DSN(""))
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var dir string
+	if err := conn.QueryRow(pctx, "SHOW data_directory").Scan(&dir); err != nil {
+		return false, err
+	}
+	theirs, err1 := os.Stat(dir)
+	mine, err2 := os.Stat(c.dataDir())
+	return err1 == nil && err2 == nil && os.SameFile(theirs, mine), nil
 }
 
 // stopProcess asks postgres for a fast shutdown, escalating to immediate shutdown
@@ -342,7 +390,9 @@ func serverCredential() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-func freePort() (int, error) {
+// freePort is a port free at the time of asking; a variable so a test can hand
+// out a taken one.
+var freePort = func() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port: %w", err)

@@ -1,6 +1,8 @@
 // Package sshconsole serves outboxtop's console over SSH (outboxtop serve), on
 // charm.land/wish/v2: every SSH session gets a console of its own, while all of
-// them share one database pool and at most one embedded relay.
+// them share one database pool, at most one embedded relay, and one Overview
+// snapshot per refresh: the database sees the same load from twenty consoles as
+// from one, plus what each session opens (a list, an event's detail).
 //
 // Only public keys authenticate. A key in the operators file may act; any other
 // key in the authorized keys file gets a read-only console; every other key is

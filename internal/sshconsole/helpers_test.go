@@ -53,6 +53,12 @@ type testBundle struct {
 func setup(t *testing.T, tweak func(*Config)) *testBundle {
 	t.Helper()
 	pool, _ := testenv.Pool(t)
+	return setupOn(t, pool, tweak)
+}
+
+// setupOn is setup over a migrated database the test brings.
+func setupOn(t *testing.T, pool *pgxpool.Pool, tweak func(*Config)) *testBundle {
+	t.Helper()
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `INSERT INTO outbox_event
 		(event_id, aggregate_type, aggregate_id, event_type, payload, attempts, failed_at, last_error)

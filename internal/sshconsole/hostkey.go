@@ -12,11 +12,18 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 )
 
+// maxHostKey bounds the host key file: an OpenSSH private key is a few KiB.
+const maxHostKey = 64 << 10
+
 // hostKey loads the server's private key from path, or, when path does not
 // exist, generates an Ed25519 key there (mode 0600, OpenSSH format) with its
 // public half in path.pub. A key file that others can read is refused, as
 // OpenSSH refuses one.
 func hostKey(path string) (signer gossh.Signer, created bool, err error) {
+	fi, err := os.Stat(path)
+	if err == nil && (!fi.Mode().IsRegular() || fi.Size() > maxHostKey) {
+		return nil, false, fmt.Errorf("host key %s: not a regular file of at most %d bytes", path, maxHostKey)
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		signer, err := generateHostKey(path)

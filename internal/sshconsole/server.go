@@ -34,7 +34,9 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Console is the console every session gets. Its Inspector serves operators;
 	// the server sets Actor, ReadOnly, Context and Terminal per session.
-	// Console.ReadOnly makes every session read-only.
+	// Console.ReadOnly makes every session read-only. Unless Console.Snapshots is
+	// set, every session reads one shared Overview snapshot, refreshed once per
+	// Console.Refresh (default 1 s), however many sessions are open.
 	Console tui.Options
 	// ReadOnlyInspector serves every other key (made with inspect.ReadOnly()).
 	ReadOnlyInspector *inspect.Inspector
@@ -42,6 +44,13 @@ type Config struct {
 	Status func(ctx context.Context, w io.Writer) error
 	// Logger receives the server's log lines (default: slog.Default()).
 	Logger *slog.Logger
+	// MaxSessionsPerKey bounds the sessions one key may hold open at once (over
+	// all its connections); 0 means no bound.
+	MaxSessionsPerKey int
+	// KeysPollInterval is how often the key files are checked for changes
+	// (modification time or size); a change ends the sessions of keys no longer
+	// listed. Default 2 s; ReloadKeys does the same at once (serve: SIGHUP).
+	KeysPollInterval time.Duration
 	// ShutdownGrace bounds how long open sessions get to close when the server
 	// stops (default 5 s); connections still open then are cut.
 	ShutdownGrace time.Duration
@@ -59,6 +68,7 @@ type Server struct {
 	mu      sync.Mutex
 	closing bool
 	open    sync.WaitGroup
+	conns   map[*connState]struct{} // under mu
 }
 
 // Why a console closes, told to its client.
@@ -87,7 +97,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 5 * time.Second
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, keys: keyFiles{authorized: cfg.AuthorizedKeysPath, operators: cfg.OperatorsPath}}
+	if cfg.KeysPollInterval <= 0 {
+		cfg.KeysPollInterval = 2 * time.Second
+	}
+	if cfg.Console.Snapshots == nil {
+		refresh := cfg.Console.Refresh
+		if refresh <= 0 {
+			refresh = time.Second
+		}
+		cfg.Console.Snapshots = newSharedSnapshots(cfg.Console.Inspector, refresh)
+	}
+	if cfg.MaxSessionsPerKey < 0 {
+		return nil, errors.New("the session limit per key must not be negative")
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*connState]struct{}{}, keys: keyFiles{authorized: cfg.AuthorizedKeysPath, operators: cfg.OperatorsPath}}
 	for _, p := range []string{cfg.AuthorizedKeysPath, cfg.OperatorsPath} {
 		if p == "" {
 			continue
@@ -114,6 +137,7 @@ func New(cfg Config) (*Server, error) {
 		wish.WithMiddleware(func(ssh.Handler) ssh.Handler { return s.handle }),
 		func(srv *ssh.Server) error {
 			srv.HandshakeTimeout = 30 * time.Second
+			srv.ConnCallback = s.accept
 			srv.ServerConfigCallback = func(ssh.Context) *gossh.ServerConfig {
 				return &gossh.ServerConfig{MaxAuthTries: 6}
 			}
@@ -141,6 +165,7 @@ func (s *Server) authorize(ctx ssh.Context, key ssh.PublicKey) bool {
 		s.log.Info("refused an unknown key", "fingerprint", id.Fingerprint, "user", ctx.User(), "remote", ctx.RemoteAddr().String())
 		return false
 	}
+	s.authenticated(ctx)
 	return true
 }
 
@@ -151,6 +176,7 @@ func (s *Server) authorize(ctx ssh.Context, key ssh.PublicKey) bool {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.ssh.Serve(ln) }()
+	go s.watchKeyFiles(s.cfg.KeysPollInterval)
 	var err error
 	select {
 	case <-ctx.Done():

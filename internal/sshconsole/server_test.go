@@ -208,10 +208,14 @@ func TestEventTextIsSanitizedAndTheTitleIsFixed(t *testing.T) {
 	c.send("q")
 	c.waitClosed()
 	raw := c.screen.raw()
-	for _, bad := range []string{"pwned\x07", "]0;pwned", "\x1b[2J\r\x08"} {
+	for _, bad := range []string{"pwned\x07", "\x1b]0;pwned", "\x1b[2J\r\x08"} {
 		if strings.Contains(raw, bad) {
 			t.Errorf("the client got %q raw", bad)
 		}
+	}
+	// The control characters are shown, not obeyed: the reader sees what was sent.
+	if !strings.Contains(c.screen.text(), "^[]0;pwned^G") {
+		t.Errorf("the hostile text is not shown escaped:\n%s", c.screen.text())
 	}
 	if !strings.Contains(raw, "\x1b]2;outboxtop\x07") && !strings.Contains(raw, "\x1b]0;outboxtop\x07") {
 		t.Errorf("no fixed window title in %q", raw[:min(len(raw), 400)])

@@ -40,6 +40,14 @@ func (s *Server) handle(sess ssh.Session) {
 	}
 	log := s.log.With("fingerprint", id.Fingerprint, "comment", id.Comment, "role", id.Role.String(),
 		"remote", sess.RemoteAddr().String())
+	done, err := s.openSession(sess.Context(), id, cancel)
+	if err != nil {
+		log.Info("session refused", "reason", err, "limit", s.cfg.MaxSessionsPerKey)
+		fmt.Fprintf(sess.Stderr(), "outboxtop serve: %s (at most %d)\r\n", err, s.cfg.MaxSessionsPerKey)
+		_ = sess.Exit(1)
+		return
+	}
+	defer done()
 
 	pty, winch, hasPty := sess.Pty()
 	cmd := sess.Command()
@@ -69,6 +77,9 @@ func (s *Server) handle(sess ssh.Session) {
 	}
 	opts.Actor = id.Actor()
 	opts.Context = ctx
+	if opts.Relay != nil && !opts.ReadOnly {
+		opts.Relay = AuditedRelay{Relay: opts.Relay, Inspector: opts.Inspector, Actor: opts.Actor, Context: ctx, Logger: log}
+	}
 	act := newActivity()
 	sizes := make(chan tui.Size)
 	go forwardSizes(ctx, winch, sizes, act)
@@ -99,12 +110,24 @@ func (s *Server) handle(sess ssh.Session) {
 	case errors.Is(why, errIdle):
 		fmt.Fprintf(sess, "\r\noutboxtop: no key pressed for %s: this session is closing.\r\n", s.cfg.IdleTimeout)
 		code = 1
+	case errors.Is(why, errRevoked), errors.Is(why, errDemoted):
+		fmt.Fprintf(sess, "\r\noutboxtop: %s: this session is closing.\r\n", why)
+		code = 1
 	case err != nil:
 		fmt.Fprintf(sess.Stderr(), "\r\noutboxtop: %s\r\n", tui.Sanitize(oneLine(err.Error())))
 		code = 1
 	}
 	log.Info("console session closed", "duration", time.Since(start).Round(time.Second), "reason", closeReason(why, err))
 	_ = sess.Exit(code)
+	if errors.Is(why, errRevoked) {
+		// A removed key keeps no connection either (a key only demoted to
+		// read-only may open a new, read-only session on it).
+		if id, err := s.keys.identify(sess.PublicKey()); err == nil && id.Role == Refused {
+			if c, ok := sess.Context().Value(connStateID).(*connState); ok {
+				_ = c.raw.Close()
+			}
+		}
+	}
 }
 
 func closeReason(why, err error) string {
@@ -113,6 +136,10 @@ func closeReason(why, err error) string {
 		return "shutdown"
 	case errors.Is(why, errIdle):
 		return "idle"
+	case errors.Is(why, errRevoked):
+		return "key revoked"
+	case errors.Is(why, errDemoted):
+		return "key demoted"
 	case err != nil:
 		return err.Error()
 	}

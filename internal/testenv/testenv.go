@@ -27,6 +27,7 @@ import (
 
 	"github.com/outboxtop/outboxtop/internal/pgtemp"
 	"github.com/outboxtop/outboxtop/migrations"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // EnvDatabaseURL names an existing server to use instead of a throwaway cluster.
@@ -41,11 +42,16 @@ var server struct {
 	runID    string
 }
 
-// Main runs the tests and then stops the cluster, if one was started, and drops the
-// template database.
-func Main(m *testing.M) {
+// Main runs the tests and then stops the cluster, if one was started, drops the
+// template database, and runs cleanups (last registered first) before it exits.
+// A TestMain hands its own cleanups to Main rather than deferring them: Main ends
+// the process with os.Exit, which runs no deferred call.
+func Main(m *testing.M, cleanups ...func()) {
 	code := m.Run()
 	shutdown()
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
+	}
 	os.Exit(code)
 }
 
@@ -95,7 +101,7 @@ func startServer() {
 		return
 	}
 	defer tconn.Close(ctx)
-	if _, err := migrations.Apply(ctx, tconn, migrations.DefaultSchema, nil); err != nil {
+	if _, err := migrations.Apply(ctx, tconn, wire.DefaultSchema, nil); err != nil {
 		server.err = fmt.Errorf("migrating template: %w", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxtop/outboxtop/migrations"
 )
@@ -40,22 +41,11 @@ func (e *env) template(ctx context.Context, b backlog) (string, error) {
 		return name, nil
 	}
 	name := b.key()
-	conn, err := e.admin(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", err
-	}
-	tc, err := pgx.Connect(ctx, e.cluster.DSN(name))
+	tc, err := e.migratedDB(ctx, name)
 	if err != nil {
 		return "", err
 	}
 	defer tc.Close(ctx)
-	if _, err := migrations.Apply(ctx, tc, "public", nil); err != nil {
-		return "", err
-	}
 	start := time.Now()
 	hot := int(float64(b.Events) * b.HotShare)
 	if b.Events > 0 {
@@ -88,6 +78,27 @@ func (e *env) clone(ctx context.Context, b backlog) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
+	return e.cloneOf(ctx, tmpl)
+}
+
+// onCopy runs fn with a pool on a fresh copy of the template database tmpl; the
+// pool is closed and the copy dropped when fn returns.
+func (e *env) onCopy(ctx context.Context, tmpl string, fn func(*pgxpool.Pool) error) error {
+	dsn, drop, err := e.cloneOf(ctx, tmpl)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return fn(pool)
+}
+
+// cloneOf copies the template database tmpl into a fresh one.
+func (e *env) cloneOf(ctx context.Context, tmpl string) (string, func(), error) {
 	e.dbs++
 	name := fmt.Sprintf("run_%d", e.dbs)
 	conn, err := e.admin(ctx)
@@ -110,6 +121,28 @@ func (e *env) clone(ctx context.Context, b backlog) (string, func(), error) {
 		}
 	}
 	return e.cluster.DSN(name), drop, nil
+}
+
+// migratedDB creates database name with outboxtop's schema and returns a
+// connection to it.
+func (e *env) migratedDB(ctx context.Context, name string) (*pgx.Conn, error) {
+	conn, err := e.admin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return nil, err
+	}
+	tc, err := pgx.Connect(ctx, e.cluster.DSN(name))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := migrations.Apply(ctx, tc, "public", nil); err != nil {
+		tc.Close(ctx)
+		return nil, err
+	}
+	return tc, nil
 }
 
 func (e *env) serverInfo(ctx context.Context) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/outboxtop/outboxtop/internal/relayceiling"
 	"github.com/outboxtop/outboxtop/relay"
 )
 
@@ -76,25 +77,22 @@ func (e *env) relayDrain(ctx context.Context, b backlog, ordering string, procs,
 	return r, nil
 }
 
-// ceiling is relay.SQLCeiling, best of 1–4 loops, each on a fresh copy.
+// ceiling is relayceiling.Measure, best of 1–4 loops, each on a fresh copy.
 func (e *env) ceiling(ctx context.Context, b backlog, ordering string, batch int) (drainRun, error) {
 	var best drainRun
+	tmpl, err := e.template(ctx, b)
+	if err != nil {
+		return best, err
+	}
 	for loops := 1; loops <= 4; loops++ {
-		dsn, drop, err := e.clone(ctx, b)
-		if err != nil {
+		var res relayceiling.Result
+		if err := e.onCopy(ctx, tmpl, func(pool *pgxpool.Pool) (err error) {
+			res, err = relayceiling.Measure(ctx, pool, relay.Config{Ordering: relay.Ordering(ordering), BatchSize: batch}, loops)
+			return err
+		}); err != nil {
 			return best, err
 		}
-		pool, err := pgxpool.New(ctx, dsn)
-		if err != nil {
-			drop()
-			return best, err
-		}
-		n, elapsed, err := relay.SQLCeiling(ctx, pool, relay.Config{Ordering: relay.Ordering(ordering), BatchSize: batch}, loops)
-		pool.Close()
-		drop()
-		if err != nil {
-			return best, err
-		}
+		n, elapsed := res.Events, res.Elapsed
 		if n != b.Events {
 			return best, fmt.Errorf("ceiling marked %d of %d", n, b.Events)
 		}
@@ -131,21 +129,7 @@ func (e *env) seed(ctx context.Context, b backlog, d time.Duration) (drainRun, e
 		return drainRun{}, err
 	}
 	defer cl.Close()
-	const claim = `
-WITH picked AS (
-    SELECT event_id FROM outbox_event
-    WHERE published_at IS NULL
-      AND available_at <= now()
-      AND (lease_until IS NULL OR lease_until < now())
-    ORDER BY available_at, created_at, event_id
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE outbox_event AS e
-SET lease_token = $1, lease_until = now() + interval '30 seconds', attempts = attempts + 1
-FROM picked
-WHERE e.event_id = picked.event_id
-RETURNING e.event_id, e.aggregate_type, e.aggregate_id, e.payload`
+	claim := seedClaim(1)
 	n := 0
 	start := time.Now()
 	for time.Since(start) < d {
@@ -173,6 +157,25 @@ RETURNING e.event_id, e.aggregate_type, e.aggregate_id, e.payload`
 		Seconds: elapsed.Seconds(), PerSecond: float64(n) / elapsed.Seconds()}
 	logf("seed one-at-a-time on %s: %.0f events/s", b, r.PerSecond)
 	return r, nil
+}
+
+// seedClaim is the seed's claim from DESIGN.md with the given batch size.
+func seedClaim(batch int) string {
+	return `
+WITH picked AS (
+    SELECT event_id FROM outbox_event
+    WHERE published_at IS NULL
+      AND available_at <= now()
+      AND (lease_until IS NULL OR lease_until < now())
+    ORDER BY available_at, created_at, event_id
+    LIMIT ` + fmt.Sprint(batch) + `
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox_event AS e
+SET lease_token = $1, lease_until = now() + interval '30 seconds', attempts = attempts + 1
+FROM picked
+WHERE e.event_id = picked.event_id
+RETURNING e.event_id, e.aggregate_type, e.aggregate_id, e.payload`
 }
 
 func published(ctx context.Context, dsn string) (int, error) {

@@ -48,6 +48,8 @@ var profiles = map[string]profile{
 		snapshot: []int{1_000_000}, memory: 200_000},
 	"million": {name: "million", sizes: []int{1_000_000}, payloads: []int{256}, procs: []int{1, 4}, noHot: true,
 		batchSweep: []int{1000}, latencyFor: 15 * time.Second, rates: []int{1000}, snapshot: []int{1_000_000}, memory: 1_000_000},
+	// incident: only the incident part (--only incident with any profile).
+	"incident": {name: "incident"},
 	"full": {name: "full", sizes: []int{200_000, 1_000_000}, payloads: []int{256, 4096}, procs: []int{1, 4},
 		batchSweep: []int{100, 250, 500, 1000, 2000, 5000}, latencyFor: 30 * time.Second, rates: []int{100, 1000, 10_000},
 		snapshot: []int{1_000_000, 10_000_000}, memory: 1_000_000},
@@ -114,8 +116,15 @@ func run(p profile, out, plots, only string) error {
 		{"latency", e.latency},
 		{"memory", e.memory},
 		{"snapshot", e.snapshot},
+		{"incident", e.incident},
 	}
 	for _, part := range parts {
+		if p.name == "incident" && only == "" {
+			only = "incident"
+		}
+		if part.name == "incident" && only == "" {
+			continue // its own profile: go run ./test/bench --profile incident
+		}
 		if only != "" && !slices.Contains(strings.Split(only, ","), part.name) {
 			continue
 		}

@@ -9,17 +9,18 @@ import (
 )
 
 type results struct {
-	Profile    string        `json:"profile"`
-	Started    time.Time     `json:"started"`
-	Finished   time.Time     `json:"finished"`
-	GoVersion  string        `json:"go_version"`
-	CPUs       int           `json:"cpus"`
-	Server     string        `json:"server"`
-	Throughput []drainRun    `json:"throughput"`
-	BatchSweep []drainRun    `json:"batch_sweep"`
-	Latency    []latencyRun  `json:"latency"`
-	Memory     *drainRun     `json:"memory,omitempty"`
-	Snapshot   []snapshotRun `json:"snapshot"`
+	Profile    string           `json:"profile"`
+	Started    time.Time        `json:"started"`
+	Finished   time.Time        `json:"finished"`
+	GoVersion  string           `json:"go_version"`
+	CPUs       int              `json:"cpus"`
+	Server     string           `json:"server"`
+	Throughput []drainRun       `json:"throughput"`
+	BatchSweep []drainRun       `json:"batch_sweep"`
+	Latency    []latencyRun     `json:"latency"`
+	Memory     *drainRun        `json:"memory,omitempty"`
+	Snapshot   []snapshotRun    `json:"snapshot"`
+	Incident   *incidentResults `json:"incident,omitempty"`
 }
 
 func (r *results) markdown() string {
@@ -65,6 +66,9 @@ func (r *results) markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %.1f ms | %.1f ms |\n", human(s.Published), human(s.Pending), s.MedianMs, s.P90Ms)
 		}
 		b.WriteString("\n")
+	}
+	if r.Incident != nil {
+		r.Incident.markdown(&b)
 	}
 	return b.String()
 }

@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building outboxtop:", err)
+		os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -131,22 +132,31 @@ func TestConsoleQuitLeavesNothingBehind(t *testing.T) {
 	}
 }
 
+// tmux is a tmux server of the test's own. Its socket lives in a directory
+// the test removes: tmux leaves its socket file behind when the server exits,
+// and -L would leave one per run in /tmp/tmux-UID.
 type tmux struct{ sock string }
 
 func newTmux(t *testing.T, command string) *tmux {
 	t.Helper()
-	tm := &tmux{sock: fmt.Sprintf("outboxtop-demo-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	// os.MkdirTemp, not t.TempDir: a socket path must stay under 108 bytes.
+	dir, err := os.MkdirTemp("", "tmux-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	tm := &tmux{sock: filepath.Join(dir, "sock")}
 	// remain-on-exit is off: the session ends when the demo exits.
-	if out, err := exec.Command("tmux", "-L", tm.sock, "-f", "/dev/null", "new-session", "-d", "-s", "demo",
+	if out, err := exec.Command("tmux", "-S", tm.sock, "-f", "/dev/null", "new-session", "-d", "-s", "demo",
 		"-x", "100", "-y", "30", command).CombinedOutput(); err != nil {
 		t.Fatalf("tmux: %v: %s", err, out)
 	}
-	t.Cleanup(func() { _ = exec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", tm.sock, "kill-server").Run() })
 	return tm
 }
 
 func (tm *tmux) run(args ...string) (string, error) {
-	out, err := exec.Command("tmux", append([]string{"-L", tm.sock}, args...)...).CombinedOutput()
+	out, err := exec.Command("tmux", append([]string{"-S", tm.sock}, args...)...).CombinedOutput()
 	return string(out), err
 }
 
@@ -157,36 +167,38 @@ func (tm *tmux) send(t *testing.T, keys string) {
 	}
 }
 
-// waitFor polls the screen until it shows want.
+// waitFor waits until the screen shows want.
 func (tm *tmux) waitFor(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		screen, err := tm.run("capture-pane", "-p", "-t", "demo")
-		if err == nil && strings.Contains(screen, want) {
-			return
+	var screen string
+	defer func() {
+		if t.Failed() {
+			t.Logf("the screen:\n%s", screen)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("screen never showed %q:\n%s", want, screen)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	}()
+	testenv.WaitFor(t, 60*time.Second, fmt.Sprintf("the screen to show %q", want), func() bool {
+		var err error
+		screen, err = tm.run("capture-pane", "-p", "-t", "demo")
+		return err == nil && strings.Contains(screen, want)
+	})
 }
 
-// waitExit polls until the session is gone, which is when the demo exited.
+// waitExit waits until the session is gone, which is when the demo exited.
 func (tm *tmux) waitExit(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var screen string
+	defer func() {
+		if t.Failed() {
+			t.Logf("the screen:\n%s", screen)
+		}
+	}()
+	testenv.WaitFor(t, 30*time.Second, "the demo to exit", func() bool {
 		if _, err := tm.run("has-session", "-t", "demo"); err != nil {
-			return
+			return true
 		}
-		if time.Now().After(deadline) {
-			screen, _ := tm.run("capture-pane", "-p", "-t", "demo")
-			t.Fatalf("demo did not exit within 30 s:\n%s", screen)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		screen, _ = tm.run("capture-pane", "-p", "-t", "demo")
+		return false
+	})
 }
 
 func (tm *tmux) panePID(t *testing.T) int {

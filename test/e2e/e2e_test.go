@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -34,13 +35,17 @@ func TestMain(m *testing.M) {
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building outboxtop:", err)
+		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	defer os.RemoveAll(dir)
-	testenv.Main(m)
+	testenv.Main(m, func() { os.RemoveAll(dir) })
 }
 
+// relays numbers the relay processes a run starts.
+var relays atomic.Int64
+
 type relayProc struct {
+	app    string // its database sessions' application_name
 	cmd    *exec.Cmd
 	log    *os.File
 	exited chan struct{}
@@ -65,6 +70,13 @@ func startRelay(t *testing.T, dsn string, k *testenv.Kafka, extra ...string) *re
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its own application_name: the test can see its database sessions.
+	app := fmt.Sprintf("e2e-relay-%d", relays.Add(1))
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	dsn += sep + "application_name=" + app
 	args := append([]string{"--headless", "--dsn", dsn, "--brokers", strings.Join(k.Brokers, ","),
 		"--topic-template", k.Prefix + "outbox.{aggregate_type}", "--log-format", "json"}, extra...)
 	cmd := exec.Command(binary, args...)
@@ -72,7 +84,7 @@ func startRelay(t *testing.T, dsn string, k *testenv.Kafka, extra ...string) *re
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &relayProc{cmd: cmd, log: logf, exited: make(chan struct{})}
+	p := &relayProc{cmd: cmd, log: logf, exited: make(chan struct{}), app: app}
 	go func() { p.err = cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -196,6 +208,18 @@ func killMidBatch(t *testing.T, pool *pgxpool.Pool, p *relayProc) int {
 				t.Fatal(err)
 			}
 			_ = p.wait(t, 10*time.Second)
+			// A statement the relay sent just before it stopped (a mark) still runs
+			// and commits in its server session: count again once those sessions
+			// are gone.
+			testenv.WaitFor(t, 30*time.Second, "the killed relay's database sessions to end", func() bool {
+				var n int
+				err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, p.app).Scan(&n)
+				return err == nil && n == 0
+			})
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox_event
+				WHERE published_at IS NULL AND lease_until > now() AND lease_token::text = ANY($1)`, tokens).Scan(&held); err != nil {
+				t.Fatal(err)
+			}
 			return held
 		}
 		_ = p.cmd.Process.Signal(syscall.SIGCONT)

@@ -17,9 +17,10 @@ import (
 
 	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/cli"
-	"github.com/outboxtop/outboxtop/internal/eventstate"
 	"github.com/outboxtop/outboxtop/internal/testenv"
+	"github.com/outboxtop/outboxtop/migrations"
 	"github.com/outboxtop/outboxtop/relay"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -34,13 +35,28 @@ type bundle struct {
 	role  string
 }
 
-func setup(t *testing.T, role string) *bundle {
+func setup(t *testing.T, role string) *bundle { t.Helper(); return setupIn(t, role, "public") }
+
+// setupIn is setup with outboxtop's tables in schema (migrated there first when
+// it is not the template's public).
+func setupIn(t *testing.T, role, schema string) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	admin, dsn := testenv.Pool(t)
+	if schema != "public" {
+		conn, err := admin.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = migrations.Apply(ctx, conn.Conn(), schema, nil)
+		conn.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	name := "outboxtop_" + role + "_" + randomHex(4)
 	var out, errb bytes.Buffer
-	if code := cli.Run(ctx, []string{"grants", "--role", role, "--to", name}, cli.IO{Out: &out, Err: &errb,
+	if code := cli.Run(ctx, []string{"grants", "--role", role, "--to", name, "--schema", schema}, cli.IO{Out: &out, Err: &errb,
 		Getenv: func(string) string { return "" }}); code != 0 {
 		t.Fatalf("outboxtop grants: exit %d: %s", code, errb.String())
 	}
@@ -139,10 +155,10 @@ func TestRelayGrants(t *testing.T) {
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("relay under the relay grants: %v", err)
 	}
-	if n := b.count(t, eventstate.PublishedSQL); n != 25 {
+	if n := b.count(t, wire.PublishedSQL); n != 25 {
 		t.Errorf("published %d events, want 25", n)
 	}
-	if n := b.count(t, eventstate.FailedSQL+" AND aggregate_type = 'bad topic!'"); n != 1 {
+	if n := b.count(t, wire.FailedSQL+" AND aggregate_type = 'bad topic!'"); n != 1 {
 		t.Errorf("the poison event is not failed (%d)", n)
 	}
 	if got := len(k.Consume(t, 25, 30*time.Second, k.Prefix+"outbox.order")); got < 25 {
@@ -191,7 +207,7 @@ func TestConsoleGrants(t *testing.T) {
 	if len(s.Health.Tables) == 0 {
 		t.Errorf("snapshot has no table health")
 	}
-	for _, st := range []eventstate.State{eventstate.Ready, eventstate.Failed, eventstate.Published, inspect.Archived} {
+	for _, st := range []wire.State{wire.Ready, wire.Failed, wire.Published, inspect.Archived} {
 		if _, err := in.List(b.ctx, inspect.ListOptions{State: st}); err != nil {
 			t.Errorf("List %s under the console grants: %v", st, err)
 		}
@@ -213,7 +229,7 @@ func TestConsoleGrants(t *testing.T) {
 		_, err := in.Do(b.ctx, req)
 		assertDenied(t, "console may not "+string(req.Action), err)
 	}
-	if n := b.count(t, eventstate.FailedSQL); n != 1 {
+	if n := b.count(t, wire.FailedSQL); n != 1 {
 		t.Errorf("failed events changed under the console role: %d", n)
 	}
 	var audits int

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,8 +64,8 @@ func TestSecretsStayOut(t *testing.T) {
 		args []string
 		want int
 	}{
-		{"status, unreachable, --dsn", nil, []string{"status", "--dsn", unreachable}, cli.ExitFailure},
-		{"status --json, unreachable, DATABASE_URL", map[string]string{"DATABASE_URL": unreachable}, []string{"status", "--json"}, cli.ExitFailure},
+		{"status, unreachable, --dsn", nil, []string{"status", "--dsn", unreachable}, cli.ExitUnknown},
+		{"status --json, unreachable, DATABASE_URL", map[string]string{"DATABASE_URL": unreachable}, []string{"status", "--json"}, cli.ExitUnknown},
 		{"migrate, unreachable, OUTBOXTOP_DSN", map[string]string{"OUTBOXTOP_DSN": unreachable}, []string{"migrate"}, cli.ExitFailure},
 		{"events, key=value DSN", nil, []string{"events", "--state", "failed", "--dsn", "host=127.0.0.1 port=1 user=app password=" + dbSecret + " connect_timeout=2"}, cli.ExitFailure},
 		{"migrate, password with a space (parse error)", nil, []string{"migrate", "--dsn", "postgres://app:" + dbSecret + " x@db.example/orders"}, cli.ExitUsage},
@@ -133,5 +135,51 @@ func TestSecretsStayOutOfRelayLogs(t *testing.T) {
 	var published int
 	if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM outbox_event WHERE published_at IS NOT NULL").Scan(&published); err != nil || published != 10 {
 		t.Errorf("published %d of 10 through SASL (%v)", published, err)
+	}
+}
+
+// TestSecretFilesAreRefusedWhenOthersMayReadThem: a SASL password file or a TLS
+// key that group or others can read, a file that is not regular (/dev/zero ran
+// the process out of memory) and an oversized one are refused before anything is
+// read or dialled, with the flag and the file named.
+func TestSecretFilesAreRefusedWhenOthersMayReadThem(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name string, data []byte, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		return p
+	}
+	open := write("open-password", []byte(saslSecret+"\n"), 0o644)
+	group := write("group-password", []byte(saslSecret+"\n"), 0o640)
+	big := write("big-password", bytes.Repeat([]byte("x"), 5000), 0o600)
+	key := write("client.key", []byte("-----BEGIN PRIVATE KEY-----\n"), 0o644)
+	base := []string{"--headless", "--dsn", "postgres://u@127.0.0.1:1/db", "--brokers", "127.0.0.1:1",
+		"--kafka-sasl-mechanism", "scram-sha-512", "--kafka-sasl-user", "relay"}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"world-readable password", []string{"--kafka-sasl-password-file", open}, "--kafka-sasl-password-file " + open + ": readable or writable by group or others (mode 0644)"},
+		{"group-readable password", []string{"--kafka-sasl-password-file", group}, "--kafka-sasl-password-file " + group + ": readable or writable by group or others (mode 0640)"},
+		{"/dev/zero", []string{"--kafka-sasl-password-file", "/dev/zero"}, "--kafka-sasl-password-file /dev/zero: not a regular file"},
+		{"oversized password", []string{"--kafka-sasl-password-file", big}, "--kafka-sasl-password-file " + big + ": larger than 4096 bytes"},
+		{"world-readable TLS key", []string{"--kafka-tls-cert", key, "--kafka-tls-key", key}, "--kafka-tls-key " + key + ": readable or writable by group or others (mode 0644)"},
+	} {
+		var out, errb bytes.Buffer
+		code := cli.Run(context.Background(), append(append([]string{}, base...), c.args...),
+			cli.IO{Out: &out, Err: &errb, Getenv: func(string) string { return "" }})
+		if code != cli.ExitUsage || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want a usage error with %q", c.name, code, errb.String(), c.want)
+		}
+		if strings.Contains(out.String()+errb.String(), saslSecret) {
+			t.Errorf("%s: the password was printed", c.name)
+		}
 	}
 }

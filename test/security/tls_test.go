@@ -20,9 +20,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/outboxtop/outboxtop/internal/eventstate"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/relay"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // ca is a throwaway certificate authority.
@@ -118,7 +118,7 @@ func TestKafkaTLS(t *testing.T) {
 			t.Fatalf("relay over TLS: %v", err)
 		}
 		var n int
-		if err := pool.QueryRow(ctx, "SELECT count(*) FROM outbox_event WHERE "+eventstate.PublishedSQL).Scan(&n); err != nil || n != 20 {
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM outbox_event WHERE "+wire.PublishedSQL).Scan(&n); err != nil || n != 20 {
 			t.Fatalf("published %d of 20 over TLS (%v)", n, err)
 		}
 		// And the records are there, read back over TLS.

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/outboxtop/outboxtop/internal/demo"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // dbEvent is what the database says about one event.
@@ -153,7 +154,7 @@ func readTopics(ctx context.Context, brokers, topics []string, events map[string
 			res.records++
 			var id string
 			for _, h := range r.Headers {
-				if h.Key == "event_id" {
+				if h.Key == wire.HeaderEventID {
 					id = string(h.Value)
 				}
 			}

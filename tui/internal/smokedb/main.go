@@ -17,6 +17,7 @@ import (
 	"github.com/outboxtop/outboxtop/internal/pgtemp"
 	"github.com/outboxtop/outboxtop/migrations"
 	"github.com/outboxtop/outboxtop/tui/internal/seed"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 func main() {
@@ -44,11 +45,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if _, err := migrations.Apply(ctx, conn.Conn(), migrations.DefaultSchema, nil); err != nil {
+	if _, err := migrations.Apply(ctx, conn.Conn(), wire.DefaultSchema, nil); err != nil {
 		return err
 	}
 	conn.Release()
-	if err := seed.Seed(ctx, pool, migrations.DefaultSchema, time.Now().UTC().Truncate(time.Second)); err != nil {
+	if err := seed.Seed(ctx, pool, wire.DefaultSchema, time.Now().UTC().Truncate(time.Second)); err != nil {
 		return err
 	}
 	fmt.Println(dsn)

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/tui"
+)
+
+// runAudit lists the operators' actions, newest first.
+func runAudit(ctx context.Context, args []string, io IO) error {
+	fs := newFlagSet("audit", io)
+	var db dbFlags
+	db.register(fs)
+	var f inspect.AuditFilter
+	fs.StringVar(&f.Actor, "actor", "", "only actions by actors containing this text (case-insensitive)")
+	fs.StringVar(&f.Action, "action", "", "only this action: retry, reset-lease, park, skip, archive, replay, pause, resume")
+	fs.DurationVar(&f.NewerThan, "newer-than", 0, "only actions newer than this")
+	fs.DurationVar(&f.OlderThan, "older-than", 0, "only actions older than this")
+	fs.StringVar(&f.EventID, "event", "", "only actions that touched this event id")
+	fs.IntVar(&f.Limit, "limit", 50, "rows to print (at most 1000)")
+	fs.Int64Var(&f.Before, "before", 0, "continue below this audit id (printed as next: by the previous page)")
+	asJSON := fs.Bool("json", false, "print the rows as JSON")
+	if err := parse(fs, args, io); err != nil {
+		return err
+	}
+	if f.Limit < 1 || f.Limit > inspect.AuditLimit {
+		return usagef("--limit must be between 1 and %d", inspect.AuditLimit)
+	}
+	if err := f.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	in, pool, err := db.inspector(ctx, io, inspect.ReadOnly())
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	recs, err := in.AuditLog(ctx, f)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(io.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(recs)
+	}
+	now := time.Now()
+	fmt.Fprintf(io.Out, "%-7s  %-24s  %8s  %-11s  %-24s  %5s  %s\n", "AUDIT", "AT", "AGO", "ACTION", "ACTOR", "ROWS", "REASON · EVENTS")
+	for _, r := range recs {
+		what := tui.Sanitize(r.Reason)
+		if len(r.EventIDs) > 0 {
+			ids := r.EventIDs
+			if len(ids) > 3 {
+				ids = ids[:3]
+			}
+			if what != "" {
+				what += " · "
+			}
+			what += strings.Join(ids, " ")
+			if n := len(r.EventIDs) - len(ids); n > 0 {
+				what += fmt.Sprintf(" +%d", n)
+			}
+		}
+		fmt.Fprintf(io.Out, "#%-6d  %-24s  %8s  %-11s  %-24s  %5d  %s\n", r.ID, r.At.UTC().Format("2006-01-02 15:04:05.000Z"),
+			now.Sub(r.At).Round(time.Second), tui.Sanitize(r.Action), short(tui.Sanitize(r.Actor), 24), r.Rows, what)
+	}
+	if len(recs) == f.Limit {
+		fmt.Fprintf(io.Out, "next: --before %d\n", recs[len(recs)-1].ID)
+	}
+	return nil
+}

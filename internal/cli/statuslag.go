@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/outboxtop/outboxtop/internal/consumerlag"
+	"github.com/outboxtop/outboxtop/tui"
+)
+
+// lagThresholds are status's consumer lag checks, per group: its lag summed over
+// the outbox's topics, and the age of its oldest unconsumed record.
+type lagThresholds struct {
+	warnLag, critLag, maxLag *int64
+	warnAge, critAge         *time.Duration
+}
+
+func (f *lagFlags) thresholds(fs *pflag.FlagSet) lagThresholds {
+	return lagThresholds{
+		warnLag: fs.Int64("warn-lag", -1, "WARNING when a consumer group is more than this many records behind on the outbox's topics (-1: no check)"),
+		critLag: fs.Int64("crit-lag", -1, "CRITICAL when a consumer group is more than this many records behind on the outbox's topics (-1: no check)"),
+		maxLag:  fs.Int64("max-lag", -1, "CRITICAL when a consumer group is more than this many records behind (-1: no check; the same check as --crit-lag)"),
+		warnAge: fs.Duration("warn-lag-age", 0, "WARNING when a consumer group's oldest unconsumed record is older than this (0: no check)"),
+		critAge: fs.Duration("crit-lag-age", 0, "CRITICAL when a consumer group's oldest unconsumed record is older than this (0: no check)"),
+	}
+}
+
+func (t lagThresholds) validate() error {
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{{"--warn-lag", *t.warnLag}, {"--crit-lag", *t.critLag}, {"--max-lag", *t.maxLag}} {
+		if n.v < -1 {
+			return usagef("%s must be -1 (no check) or more", n.name)
+		}
+	}
+	if *t.warnAge < 0 || *t.critAge < 0 {
+		return usagef("--warn-lag-age and --crit-lag-age must not be negative")
+	}
+	if *t.maxLag >= 0 && (*t.critLag < 0 || *t.maxLag < *t.critLag) {
+		*t.critLag = *t.maxLag // the stricter wins
+	}
+	return nil
+}
+
+// set reports whether any lag threshold is in force.
+func (t lagThresholds) set() bool {
+	return *t.warnLag >= 0 || *t.critLag >= 0 || *t.warnAge > 0 || *t.critAge > 0
+}
+
+func (t lagThresholds) ageSet() bool { return *t.warnAge > 0 || *t.critAge > 0 }
+
+// check runs the thresholds over every measured group. When lag thresholds are in
+// force, a group the brokers refused to describe, or a check the brokers cut
+// short, is a WARNING (through unknown): the check cannot say it is fine.
+func (t lagThresholds) check(r consumerlag.Report, checkValue func(name, shown string, v float64, warn, crit *float64), unknown func(string)) {
+	count := func(n int64) *float64 {
+		if n < 0 {
+			return nil
+		}
+		v := float64(n)
+		return &v
+	}
+	dur := func(d time.Duration) *float64 {
+		if d <= 0 {
+			return nil
+		}
+		v := d.Seconds()
+		return &v
+	}
+	for _, g := range r.Groups {
+		name := tui.Sanitize(g.Name)
+		if g.Error != "" {
+			if t.set() {
+				unknown(fmt.Sprintf("consumer group %s not measured (%s)", name, oneLine(tui.Sanitize(g.Error))))
+			}
+			continue
+		}
+		checkValue("lag "+name, fmt.Sprint(g.Lag), float64(g.Lag), count(*t.warnLag), count(*t.critLag))
+		if t.ageSet() {
+			var age time.Duration
+			if g.OldestAge != nil {
+				age = g.OldestAge.Duration()
+			}
+			checkValue("oldest unconsumed "+name, age.Round(time.Millisecond).String(), age.Seconds(), dur(*t.warnAge), dur(*t.critAge))
+		}
+	}
+	if t.set() {
+		for _, e := range r.Errors {
+			unknown("consumer lag: " + oneLine(tui.Sanitize(e)))
+		}
+	}
+	if t.ageSet() && r.AgeError != "" {
+		unknown("consumer lag: " + oneLine(tui.Sanitize(r.AgeError)))
+	}
+}
+
+// lagPerf is the performance data of the consumers: the largest lag and, when
+// checked, the oldest unconsumed record's age, with their bounds.
+func lagPerf(r consumerlag.Report, check statusCheck) string {
+	bound := func(prefix string) (string, string) {
+		for _, th := range check.Thresholds {
+			if strings.HasPrefix(th.Name, prefix) {
+				return perfBound(th.Warning), perfBound(th.Critical)
+			}
+		}
+		return "", ""
+	}
+	n, _ := r.MaxLag()
+	w, c := bound("lag ")
+	s := fmt.Sprintf(" max_lag=%d;%s;%s;0", n, w, c)
+	var oldest time.Duration
+	for _, g := range r.Groups {
+		if g.OldestAge != nil {
+			oldest = max(oldest, g.OldestAge.Duration())
+		}
+	}
+	w, c = bound("oldest unconsumed ")
+	return s + fmt.Sprintf(" max_lag_age=%.3fs;%s;%s;0", oldest.Seconds(), w, c)
+}
+
+func printConsumers(w io.Writer, r consumerlag.Report) {
+	switch {
+	case len(r.Topics) == 0:
+		fmt.Fprintln(w, "consumers: no outbox topic to measure lag on (no recent published event names one; --lag-topics names them)")
+	case len(r.Groups) == 0:
+		fmt.Fprintf(w, "consumers: no consumer group reads %s\n", short(tui.Sanitize(strings.Join(r.Topics, ", ")), 100))
+	default:
+		fmt.Fprintln(w, "consumers (lag on the outbox's topics):")
+	}
+	for _, g := range r.Groups {
+		name := short(tui.Sanitize(g.Name), 40)
+		if g.Error != "" {
+			fmt.Fprintf(w, "  %s: %s\n", name, short(tui.Sanitize(g.Error), 100))
+			continue
+		}
+		fmt.Fprintf(w, "  %s (%s, %d members): lag %d%s\n", name, tui.Sanitize(g.State), g.Members, g.Lag, oldestText(g.OldestAge))
+		for _, t := range g.Topics {
+			fmt.Fprintf(w, "    %s: lag %d%s\n", short(tui.Sanitize(t.Topic), 60), t.Lag, oldestText(t.OldestAge))
+		}
+	}
+	for _, e := range slices.Concat(r.Errors, []string{r.AgeError}) {
+		if e != "" {
+			fmt.Fprintf(w, "consumer lag: %s\n", short(tui.Sanitize(e), 200))
+		}
+	}
+}
+
+func oldestText(age *consumerlag.Seconds) string {
+	if age == nil {
+		return ""
+	}
+	return ", oldest unconsumed " + age.Duration().Round(time.Millisecond).String()
+}

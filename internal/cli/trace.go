@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/tui"
+)
+
+// runTrace prints one event's life: the row, the operators' actions on it, its
+// record read back from Kafka at the coordinates the relay recorded, and the
+// inboxes that applied it. It exits 1 when the record is not there or is another
+// event's: that is the answer to "was it really written to Kafka?".
+func runTrace(ctx context.Context, args []string, io IO) error {
+	fs := newFlagSet("trace", io)
+	fs.Usage = func() {
+		fmt.Fprintf(io.Err, "Usage: outboxtop trace EVENT_ID [flags]\n\nEVENT_ID is an event id or its start (or, from 6 hex digits, its end).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	var db dbFlags
+	db.register(fs)
+	var kf relayFlags // only how to reach Kafka
+	kf.registerKafka(fs)
+	timeout := fs.Duration("kafka-timeout", 10*time.Second, "give up reading the record back from Kafka after this long")
+	asJSON := fs.Bool("json", false, "print the trace as JSON")
+	id, err := parseOneArg(fs, args, io, "EVENT_ID")
+	if err != nil {
+		return err
+	}
+	if *timeout <= 0 {
+		return usagef("--kafka-timeout must be positive")
+	}
+	if err := kf.resolveKafka(io); err != nil {
+		return err
+	}
+	withKafka := len(kf.kafka.Brokers) > 0
+	in, pool, err := db.inspector(ctx, io, inspect.ReadOnly())
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	t, err := in.Trace(ctx, id)
+	switch {
+	case errors.Is(err, inspect.ErrAmbiguous):
+		return exitError{code: ExitUsage, msg: tui.Sanitize(err.Error())}
+	case errors.Is(err, inspect.ErrNotFound):
+		return exitError{code: ExitFailure, msg: tui.Sanitize(err.Error())}
+	case err != nil:
+		return err
+	}
+	if withKafka {
+		t.Kafka = inspect.CheckRecord(ctx, kafkaClientFor(kf.kafka), t.Event, *timeout)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(io.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(t); err != nil {
+			return err
+		}
+	} else {
+		printTrace(io.Out, t, withKafka, time.Now())
+	}
+	switch k := t.Kafka; {
+	case k == nil || k.OK():
+		return nil
+	case k.Err != "":
+		return exitError{code: ExitFailure, msg: "could not read the record back: " + oneLine(tui.Sanitize(k.Err))}
+	case !k.Found:
+		return exitError{code: ExitFailure, msg: fmt.Sprintf("record MISSING at %s[%d]@%d", tui.Sanitize(k.Topic), k.Partition, k.Offset)}
+	}
+	return exitError{code: ExitFailure, msg: fmt.Sprintf("the record at %s[%d]@%d is NOT this event's", tui.Sanitize(t.Kafka.Topic), t.Kafka.Partition, t.Kafka.Offset)}
+}
+
+// parseOneArg is parse for a command that takes exactly one positional argument.
+func parseOneArg(fs *pflag.FlagSet, args []string, io IO, name string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return "", err
+		}
+		return "", usagef("%v (see 'outboxtop %s --help')", err, fs.Name())
+	}
+	rest := fs.Args()
+	if err := parse(fs, nil, io); err != nil { // the OUTBOXTOP_<FLAG> variables
+		return "", err
+	}
+	switch {
+	case len(rest) == 0:
+		return "", usagef("name the %s (see 'outboxtop %s --help')", name, fs.Name())
+	case len(rest) > 1:
+		return "", usagef("unexpected argument %q: one %s only", rest[1], name)
+	}
+	return rest[0], nil
+}
+
+func printTrace(w io.Writer, t inspect.Trace, withKafka bool, now time.Time) {
+	ts := func(p *time.Time) string {
+		if p == nil {
+			return "-"
+		}
+		d := now.Sub(*p).Round(time.Second)
+		rel := d.String() + " ago"
+		if d < 0 {
+			rel = "in " + (-d).String()
+		}
+		return p.UTC().Format("2006-01-02 15:04:05.000Z") + "  (" + rel + ")"
+	}
+	kv := func(k, v string) { fmt.Fprintf(w, "%-15s %s\n", k, v) }
+	fmt.Fprintf(w, "EVENT %s  %s  %s/%s\n", t.EventID, tui.Sanitize(t.EventType), tui.Sanitize(t.AggregateType), tui.Sanitize(t.AggregateID))
+	state := string(t.State)
+	if t.LeaseExpired {
+		state += " (lease expired: claimable again)"
+	}
+	kv("state", fmt.Sprintf("%s · seq %d · attempts %d", state, t.Seq, t.Attempts))
+	kv("created_at", ts(&t.CreatedAt))
+	kv("available_at", ts(&t.AvailableAt))
+	if t.LeaseUntil != nil {
+		kv("lease_until", ts(t.LeaseUntil)+" · token "+tui.Sanitize(t.LeaseToken))
+	}
+	kv("published_at", ts(t.PublishedAt))
+	if t.FailedAt != nil {
+		kv("failed_at", ts(t.FailedAt))
+	}
+	if t.ArchivedAt != nil {
+		kv("archived_at", ts(t.ArchivedAt))
+	}
+	if t.LastError != "" {
+		kv("last_error", short(tui.Sanitize(t.LastError), 300))
+	}
+	if t.ReplayOf != "" {
+		kv("replay_of", tui.Sanitize(t.ReplayOf))
+	}
+	for _, r := range t.Replays {
+		kv("replayed as", r)
+	}
+
+	fmt.Fprintln(w)
+	switch k := t.Kafka; {
+	case t.KafkaTopic == "" || t.KafkaPartition == nil || t.KafkaOffset == nil:
+		kv("KAFKA", "no coordinates: the relay has not marked this event published")
+	default:
+		kv("KAFKA", fmt.Sprintf("%s [partition %d] @ offset %d", tui.Sanitize(t.KafkaTopic), *t.KafkaPartition, *t.KafkaOffset))
+		switch {
+		case !withKafka:
+			kv("record", "not checked: no --brokers or KAFKA_BROKERS")
+		case k.Err != "":
+			kv("record", "COULD NOT READ: "+oneLine(tui.Sanitize(k.Err)))
+		case !k.Found:
+			kv("record", "MISSING: "+tui.Sanitize(k.Missing))
+			kv("partition", fmt.Sprintf("log start %d · end %d", k.LogStart, k.HighWatermark))
+		default:
+			kv("record", fmt.Sprintf("found · key %s · %d bytes · written %s", tui.Sanitize(k.Key), k.ValueBytes, ts(k.Timestamp)))
+			var hs []string
+			for _, h := range k.Headers {
+				hs = append(hs, tui.Sanitize(h.Key)+"="+short(tui.Sanitize(h.Value), 60))
+			}
+			kv("headers", strings.Join(hs, " "))
+			for _, m := range k.Mismatches {
+				kv("MISMATCH", tui.Sanitize(m))
+			}
+		}
+	}
+
+	fmt.Fprintln(w)
+	kv("CONSUMERS", fmt.Sprintf("%d applied it", len(t.Consumed)))
+	for _, c := range t.Consumed {
+		fmt.Fprintf(w, "  %-28s %s\n", short(tui.Sanitize(c.Consumer), 28), ts(&c.ConsumedAt))
+	}
+	fmt.Fprintln(w)
+	kv("AUDIT", fmt.Sprintf("%d operator actions", len(t.Audit)))
+	for _, a := range t.Audit {
+		line := fmt.Sprintf("  #%-5d %s  %-11s by %s", a.ID, ts(&a.At), a.Action, short(tui.Sanitize(a.Actor), 40))
+		if a.Reason != "" {
+			line += ": " + short(tui.Sanitize(a.Reason), 80)
+		}
+		fmt.Fprintln(w, line)
+	}
+}

@@ -1,0 +1,121 @@
+package migrations
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxtop/outboxtop/wire"
+)
+
+// grantRoles are the least-privilege roles outboxtop documents (SECURITY.md), each
+// the privileges its statements need and no more. Table-level SELECT on
+// outbox_event is given where the payload is read anyway; writes are column-level,
+// so no role can set a column its code does not write (seq, a lease, a failure or
+// a publication). Operators change rows only through the action functions of
+// migration 008, which audit every call; no role may write outbox_audit or the
+// archive directly.
+var grantRoles = []struct {
+	name, summary string
+	grants        []string // %[1]s is the schema, %[2]s the grantee, both quoted
+}{
+	{"relay", "outboxtop --headless (and the console's embedded relay): claim, publish, mark, back off", []string{
+		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
+		"GRANT SELECT ON %[1]s.outbox_event, %[1]s.outboxtop_schema_version TO %[2]s;",
+		"-- only the columns claim, mark and settle write",
+		"GRANT UPDATE (lease_token, lease_until, attempts, available_at, last_error, failed_at,\n" +
+			"              published_at, kafka_topic, kafka_partition, kafka_offset, blocked)\n" +
+			"    ON %[1]s.outbox_event TO %[2]s;",
+		"-- Only with --archive-after / --archive-retention (batches through two functions;",
+		"-- the role gets no write on the archive):",
+		"-- GRANT EXECUTE ON FUNCTION %[1]s.outboxtop_archive_published(interval, integer),",
+		"--     %[1]s.outboxtop_delete_archived(interval, integer) TO %[2]s;",
+	}},
+	{"console", "a read-only console or status check (outboxtop --no-relay --read-only, status, events)", []string{
+		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
+		"GRANT SELECT ON %[1]s.outbox_event, %[1]s.outbox_event_archive, %[1]s.consumed_event,\n" +
+			"    %[1]s.outbox_audit, %[1]s.outboxtop_schema_version TO %[2]s;",
+	}},
+	{"operator", "the console and the triage actions (retry, reset-lease, park, skip, archive, replay)", []string{
+		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
+		"GRANT SELECT ON %[1]s.outbox_event, %[1]s.outbox_event_archive, %[1]s.consumed_event,\n" +
+			"    %[1]s.outbox_audit, %[1]s.outboxtop_schema_version TO %[2]s;",
+		"-- Actions only through these functions: each re-checks the events' state and",
+		"-- writes one audit row in the same transaction. No write privilege on any table.",
+		"GRANT EXECUTE ON FUNCTION\n" +
+			"    %[1]s.outboxtop_retry(text, text, uuid[], text[], jsonb),\n" +
+			"    %[1]s.outboxtop_reset_lease(text, text, uuid[], text[], jsonb),\n" +
+			"    %[1]s.outboxtop_park(text, text, uuid[], text[], jsonb),\n" +
+			"    %[1]s.outboxtop_skip(text, text, uuid[], text[], jsonb),\n" +
+			"    %[1]s.outboxtop_archive(text, text, uuid[], jsonb, bigint),\n" +
+			"    %[1]s.outboxtop_replay(text, text, uuid[], text[], jsonb, boolean),\n" +
+			"    %[1]s.outboxtop_audit_relay(text, text)\n" +
+			"    TO %[2]s;",
+	}},
+	{"producer", "the application that writes events with package outbox", []string{
+		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
+		"-- only the columns a writer sets: never seq, a lease, a failure or a publication",
+		"GRANT INSERT (event_id, aggregate_type, aggregate_id, event_type, payload, topic, headers, available_at)\n" +
+			"    ON %[1]s.outbox_event TO %[2]s;",
+	}},
+	{"consumer", "a consumer's inbox (package inbox), when consumed_event lives in this schema", []string{
+		"-- Row-level security: the role sees and changes only the inbox rows whose",
+		"-- consumer_name is the role's own name, so grant to a role named after the",
+		"-- consumer (--to billing for an inbox whose consumer name is \"billing\").",
+		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
+		"GRANT SELECT, INSERT, DELETE ON %[1]s.consumed_event TO %[2]s;",
+	}},
+}
+
+// GrantRoleNames lists the roles GrantSQL knows, for messages.
+func GrantRoleNames() string {
+	var names []string
+	for _, r := range grantRoles {
+		names = append(names, r.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// GrantSQL returns the GRANT statements for role (relay, console, operator, producer
+// or consumer) on schema's tables, granted to grantee.
+func GrantSQL(role, schema, grantee string) (string, error) {
+	if err := wire.ValidateSchema(schema); err != nil {
+		return "", err
+	}
+	if grantee == "" {
+		return "", fmt.Errorf("empty grantee")
+	}
+	for _, r := range grantRoles {
+		if r.name != role {
+			continue
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "-- outboxtop %s: %s\n", r.name, r.summary)
+		fmt.Fprintf(&b, "-- Create the role first, e.g. CREATE ROLE %s LOGIN PASSWORD '…'; LISTEN/NOTIFY and\n",
+			pgx.Identifier{grantee}.Sanitize())
+		fmt.Fprintf(&b, "-- advisory locks need no grant. See SECURITY.md.\n")
+		s, g := pgx.Identifier{schema}.Sanitize(), pgx.Identifier{grantee}.Sanitize()
+		// Start from nothing, so the output is the role's whole privilege set: an
+		// earlier outboxtop printed table-level writes for operators and producers,
+		// and grants only add up.
+		fmt.Fprintf(&b, "-- Start from nothing: removes what earlier grants gave on these tables.\n")
+		fmt.Fprintf(&b, "REVOKE ALL ON %[1]s.outbox_event, %[1]s.outbox_event_archive, %[1]s.outbox_audit,\n"+
+			"    %[1]s.consumed_event, %[1]s.outboxtop_schema_version FROM %[2]s;\n", s, g)
+		for _, stmt := range r.grants {
+			if !strings.Contains(stmt, "%[") {
+				b.WriteString(stmt + "\n")
+				continue
+			}
+			fmt.Fprintf(&b, stmt, s, g)
+			b.WriteByte('\n')
+		}
+		if role == "console" || role == "operator" {
+			fmt.Fprintf(&b, "-- Optional: the Health panel's oldest-xmin holder among other roles' sessions\n")
+			fmt.Fprintf(&b, "-- needs pg_read_all_stats (part of pg_monitor); without it that line is left out.\n")
+			fmt.Fprintf(&b, "-- GRANT pg_monitor TO %s;\n", g)
+		}
+		return b.String(), nil
+	}
+	return "", fmt.Errorf("unknown role %q (one of %s)", role, GrantRoleNames())
+}

@@ -1,0 +1,215 @@
+package relay
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The ordered claim is sql/claim_ordered.sql; its header says how it keeps
+// order without a global lock. sql/unblock_after.sql and the sweeps
+// (sql/sweep_ordered.sql, sql/sweep_unordered.sql) keep its hint, the blocked
+// column (migrations/007_claim.sql), honest.
+
+// How many blocked aggregates (ordered) or rows (unordered) one sweep statement
+// reads.
+const (
+	sweepChunk          = 1000
+	sweepUnorderedChunk = 10000
+)
+
+// claim leases up to n events with token and returns them in seq order. It runs
+// under the claim's timeouts (see Config.LockTimeout): it never waits for a row
+// lock (everything it locks is SKIP LOCKED), so only a table-level lock can hold
+// it, and a relay frozen inside it holds the claimed aggregates for at most
+// twice LockTimeout before PostgreSQL ends its session.
+func (r *Relay) claim(ctx context.Context, token uuid.UUID, n int) ([]*event, error) {
+	events, _, err := r.claimAgain(ctx, token, n)
+	return events, err
+}
+
+// claimAgain is claim that also says whether a claim that took too little may
+// find events at once: it marked rows blocked, or met a head held by another
+// session, and so changed the next claim's window (a relay meeting a storm, or
+// a held hot aggregate, for the first time).
+func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*event, bool, error) {
+	tx, err := r.begin(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	ordered := r.cfg.Ordering == OrderAggregate
+	began := time.Now()
+	var rows pgx.Rows
+	if ordered {
+		skipTypes, skipIDs := r.heads.skipped(began)
+		rows, err = tx.Query(ctx, r.sql.claimOrdered, pgx.StrictNamedArgs{"batch": n, "token": token,
+			"lease_ms": r.cfg.Lease.Milliseconds(), "skip_types": skipTypes, "skip_ids": skipIDs})
+	} else {
+		rows, err = tx.Query(ctx, r.sql.claimUnordered, n, token, r.cfg.Lease.Milliseconds())
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	events := make([]*event, 0, n)
+	var blocked int
+	var unlocked []uuid.UUID
+	var unlockedTypes, unlockedIDs []string
+	waiters := map[aggregateKey]bool{}
+	for rows.Next() {
+		e := &event{}
+		if !ordered {
+			err = rows.Scan(&e.id, &e.seq, &e.aggregateType, &e.aggregateID, &e.eventType,
+				&e.payload, &e.createdAt, &e.attempts, &e.topic, &e.headers)
+			events = append(events, e)
+		} else {
+			var summary bool
+			var id *uuid.UUID
+			var seq *int64
+			var typ, agg, evType *string
+			var createdAt *time.Time
+			var attempts *int
+			var hasWaiters *bool
+			err = rows.Scan(&summary, &id, &seq, &typ, &agg, &evType,
+				&e.payload, &createdAt, &attempts, &e.topic, &e.headers, &hasWaiters, &blocked,
+				&unlocked, &unlockedTypes, &unlockedIDs)
+			if err == nil && !summary {
+				e.id, e.seq, e.aggregateType, e.aggregateID, e.eventType = *id, *seq, *typ, *agg, *evType
+				e.createdAt, e.attempts = *createdAt, *attempts
+				events = append(events, e)
+				if *hasWaiters {
+					waiters[aggregateKey{*typ, *agg}] = true
+				}
+			}
+		}
+		if err != nil {
+			rows.Close()
+			return nil, false, err
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, false, err
+	}
+	if blocked > 0 {
+		r.m.Blocked.Add(float64(blocked))
+	}
+	again := blocked > 0
+	if ordered {
+		aggs := make([]aggregateKey, len(unlocked))
+		for i := range aggs {
+			aggs[i] = aggregateKey{unlockedTypes[i], unlockedIDs[i]}
+		}
+		if r.heads.observe(unlocked, aggs, began, time.Now(), r) {
+			again = true
+		}
+		if len(waiters) > 0 {
+			r.waiters.Store(token, waiters)
+		}
+	}
+	slices.SortFunc(events, func(a, b *event) int { return cmp.Compare(a.seq, b.seq) })
+	return events, again, nil
+}
+
+// begin starts a transaction under the claim's timeouts: a lock wait ends after
+// LockTimeout, and PostgreSQL ends the session if this process stops inside the
+// transaction for twice that. The settings go first, in their own round trip:
+// parsing a statement already takes its table locks.
+func (r *Relay) begin(ctx context.Context) (pgx.Tx, error) {
+	tx, err := r.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ms := r.cfg.LockTimeout.Milliseconds()
+	if _, err := tx.Exec(ctx, r.sql.claimTimeouts, fmt.Sprintf("%dms", ms), fmt.Sprintf("%dms", 2*ms)); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("setting claim timeouts: %w", err)
+	}
+	return tx, nil
+}
+
+// unblockAfter brings back the rows waiting behind the runs of the batch token,
+// once its mark has committed.
+func (r *Relay) unblockAfter(ctx context.Context, token uuid.UUID) error {
+	v, ok := r.waiters.LoadAndDelete(token)
+	if !ok {
+		return nil
+	}
+	var types, ids []string
+	for k := range v.(map[aggregateKey]bool) {
+		types, ids = append(types, k.typ), append(ids, k.id)
+	}
+	tag, err := r.pool.Exec(ctx, r.sql.unblockAfter, types, ids, r.cfg.BatchSize)
+	if err != nil {
+		return fmt.Errorf("unblocking after mark: %w", err)
+	}
+	if n := tag.RowsAffected(); n > 0 {
+		r.m.Unblocked.Add(float64(n))
+	}
+	return nil
+}
+
+// sweep clears hints that lost their reason (see sql/sweep_ordered.sql); in unordered
+// mode it clears them all. Each statement reads a chunk of aggregates or rows
+// in its own transaction; a short chunk is the last.
+func (r *Relay) sweep(ctx context.Context) (int64, error) {
+	chunk := int64(sweepChunk)
+	if r.cfg.Ordering != OrderAggregate {
+		chunk = sweepUnorderedChunk
+	}
+	var total int64
+	var lastType, lastID string // the ordered sweep's keyset
+	for {
+		var read, n int64
+		tx, err := r.begin(ctx)
+		if err != nil {
+			return total, err
+		}
+		if r.cfg.Ordering == OrderAggregate {
+			err = tx.QueryRow(ctx, r.sql.sweepOrdered, lastType, lastID, chunk).Scan(&read, &n, &lastType, &lastID)
+		} else {
+			var tag pgconn.CommandTag
+			tag, err = tx.Exec(ctx, r.sql.sweepUnordered, chunk)
+			read, n = tag.RowsAffected(), tag.RowsAffected()
+		}
+		if err == nil {
+			err = tx.Commit(ctx)
+		}
+		tx.Rollback(context.WithoutCancel(ctx))
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if read < chunk {
+			return total, nil
+		}
+	}
+}
+
+// sweepLoop runs sweep at start and every SweepInterval.
+func (r *Relay) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		if n, err := r.sweep(ctx); err != nil && ctx.Err() == nil {
+			r.noteError("sweeping blocked hints", err)
+		} else if n > 0 {
+			r.m.Unblocked.Add(float64(n))
+			r.log.Info("sweep: unblocked events whose blocker is gone", "events", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

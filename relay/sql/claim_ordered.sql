@@ -1,0 +1,173 @@
+-- The ordered claim: one statement, no global lock, cost bounded by the batch.
+--
+-- @batch batch size, @token lease token, @lease_ms lease in milliseconds,
+-- @skip_types and @skip_ids the aggregates to pass over: those whose ready head
+-- this relay found held by another session at a recent claim (see headWatch in
+-- heads.go).
+--
+-- Ready (wire.ReadySQL) is restated where marked /* ready */ … /* /ready */:
+-- the window's conditions must name the columns of outbox_claim_idx's
+-- predicate for the planner to read that index (package doc, "SQL").
+--
+-- 1. win: the oldest claimable rows from outbox_claim_idx (available_at, seq),
+--    which holds no failed, scheduled (past now()) or blocked row: trouble on
+--    other aggregates is never read. Each row comes with its aggregate's head,
+--    the first unpublished event in seq order (one probe of
+--    outbox_aggregate_idx); rows whose head a batch in flight holds are passed
+--    over before the limit, so they take no place in the window, but no more
+--    than 4 × batch claimable rows are read, so a claim's cost stays bounded
+--    when nearly every aggregate has a batch in flight. Window rows are locked
+--    as they are kept (SKIP LOCKED): rows another claim holds, even one whose
+--    process froze mid-transaction, are passed over too, so every claim sees a
+--    window of rows nobody else is taking.
+-- 2. A ready head is the aggregate's lock: whoever holds its row lock (FOR
+--    UPDATE SKIP LOCKED) and finds it still claimable claims the run that starts
+--    there, the head and the next events while each is claimable, as many as
+--    the window held (a second probe, only for aggregates with more than their
+--    head in the window); a concurrent claimer skips the whole aggregate.
+--    Blocked rows may be part of a run: the hint never decides order. A row that
+--    cannot be locked, or changed since the snapshot, ends the run, so a run is
+--    always a prefix from the head; cutting runs in seq order keeps it so.
+-- 3. A head that is failed, or scheduled more than a second ahead, blocks its
+--    aggregate: its rows in the window are marked blocked (while that head is
+--    held FOR SHARE, so whoever retries or claims it does so after this
+--    commits) and leave the window.
+-- Claimed rows say whether their aggregate has blocked rows (waiters): the
+-- relay brings those back after marking the run. The last row is a summary:
+-- rows marked blocked, and ready heads this claim could not lock (another
+-- claim, or a session holding them), with their aggregates: the relay passes
+-- those over for a while (without that, a session holding a hot aggregate's
+-- head would stall every claim once that aggregate's rows fill the window) and
+-- reports the heads it keeps failing to lock.
+WITH win AS MATERIALIZED (
+    -- At most 4 × batch claimable rows are read (c0): when nearly every
+    -- aggregate with work has a batch in flight (several relays, few
+    -- aggregates) a window would otherwise read the whole backlog to find
+    -- nothing; bounded, it comes back short and the relay waits for a batch to
+    -- settle. The rows kept are locked through a second reference by ctid, as
+    -- they leave the sort, so only the rows taken are locked.
+    SELECT c0.event_id, c0.seq, c0.aggregate_type, c0.aggregate_id,
+           h.tid AS head_tid, h.event_id AS head_id, h.seq AS head_seq, h.ok AS head_ok, h.blocker AS head_blocker
+    FROM (
+        SELECT r.ctid AS tid, r.event_id, r.seq, r.aggregate_type, r.aggregate_id, r.available_at
+        FROM {{.schema}}.outbox_event r
+        WHERE /* claimable */ r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked
+          AND r.available_at <= now()
+          AND (r.lease_until IS NULL OR r.lease_until <= now()) /* /claimable */
+          AND (r.aggregate_type, r.aggregate_id) NOT IN (SELECT * FROM unnest(@skip_types::text[], @skip_ids::text[]))
+        ORDER BY r.available_at, r.seq
+        LIMIT 4 * @batch) c0
+    CROSS JOIN LATERAL (
+        SELECT h.ctid AS tid, h.event_id, h.seq, h.lease_until,
+               /* unpublished ready */ h.failed_at IS NULL AND h.available_at <= now()
+                   AND (h.lease_until IS NULL OR h.lease_until <= now()) /* /unpublished ready */ AS ok,
+               h.failed_at IS NOT NULL OR h.available_at > now() + interval '1 second' AS blocker
+        FROM {{.schema}}.outbox_event h
+        WHERE h.aggregate_type = c0.aggregate_type AND h.aggregate_id = c0.aggregate_id
+          AND h.published_at IS NULL
+        ORDER BY h.seq
+        LIMIT 1) h
+    JOIN {{.schema}}.outbox_event c ON c.ctid = c0.tid
+    WHERE (h.lease_until IS NULL OR h.lease_until <= now())
+      AND c.published_at IS NULL AND c.failed_at IS NULL AND NOT c.blocked
+      AND (c.lease_until IS NULL OR c.lease_until <= now())
+    ORDER BY c0.available_at, c0.seq
+    LIMIT @batch
+    FOR UPDATE OF c SKIP LOCKED
+), aggs AS MATERIALIZED (
+    SELECT w.aggregate_type, w.aggregate_id, w.head_tid, w.head_id, w.head_seq, w.head_ok, w.head_blocker,
+           count(*)::int AS k, min(w.seq) AS first_seq,
+           EXISTS (SELECT 1 FROM {{.schema}}.outbox_event b WHERE b.blocked AND b.published_at IS NULL)
+               AND EXISTS (SELECT 1 FROM {{.schema}}.outbox_event b
+                   WHERE b.blocked AND b.published_at IS NULL
+                     AND b.aggregate_type = w.aggregate_type AND b.aggregate_id = w.aggregate_id) AS waiters
+    FROM win w
+    GROUP BY w.aggregate_type, w.aggregate_id, w.head_tid, w.head_id, w.head_seq, w.head_ok, w.head_blocker
+), run AS MATERIALIZED (
+    SELECT r.aggregate_type, r.aggregate_id, r.tid, r.event_id, r.seq, r.is_head, r.waiters,
+           bool_and(r.ok) OVER (PARTITION BY r.aggregate_type, r.aggregate_id ORDER BY r.seq) AS ok
+    FROM (
+        -- The head alone, already read.
+        SELECT a.aggregate_type, a.aggregate_id, a.head_tid AS tid, a.head_id AS event_id, a.head_seq AS seq,
+               true AS is_head, a.waiters, true AS ok
+        FROM aggs a
+        WHERE a.head_ok AND a.k = 1 AND a.head_seq = a.first_seq
+        UNION ALL
+        -- A run: the head and the next events, k in all.
+        SELECT a.aggregate_type, a.aggregate_id, e.tid, e.event_id, e.seq, e.seq = a.head_seq, a.waiters, e.ok
+        FROM aggs a
+        CROSS JOIN LATERAL (
+            SELECT e.ctid AS tid, e.event_id, e.seq,
+                   /* unpublished ready */ e.failed_at IS NULL AND e.available_at <= now()
+                       AND (e.lease_until IS NULL OR e.lease_until <= now()) /* /unpublished ready */ AS ok
+            FROM {{.schema}}.outbox_event e
+            WHERE e.aggregate_type = a.aggregate_type AND e.aggregate_id = a.aggregate_id
+              AND e.published_at IS NULL
+            ORDER BY e.seq
+            LIMIT a.k) e
+        WHERE a.head_ok AND NOT (a.k = 1 AND a.head_seq = a.first_seq)) r
+), cand AS MATERIALIZED (
+    SELECT r.tid, r.event_id, r.aggregate_type, r.aggregate_id, r.seq, r.is_head, r.waiters
+    FROM run r
+    WHERE r.ok
+    ORDER BY r.seq
+    LIMIT @batch
+), locked AS MATERIALIZED (
+    -- Each candidate locked or not (l.tid NULL); got: it and every earlier
+    -- candidate of its aggregate are locked, so the run is a prefix.
+    SELECT r.event_id, r.aggregate_type, r.aggregate_id, r.is_head, r.waiters, l.tid,
+           bool_and(l.tid IS NOT NULL) OVER (PARTITION BY r.aggregate_type, r.aggregate_id ORDER BY r.seq) AS got
+    FROM cand r
+    LEFT JOIN LATERAL (
+        SELECT e.ctid AS tid
+        FROM {{.schema}}.outbox_event e
+        WHERE e.ctid = r.tid
+          AND /* ready */ e.published_at IS NULL AND e.failed_at IS NULL AND e.available_at <= now()
+          AND (e.lease_until IS NULL OR e.lease_until <= now()) /* /ready */
+        FOR UPDATE SKIP LOCKED) l ON true
+), blockers AS MATERIALIZED (
+    SELECT b.aggregate_type, b.aggregate_id
+    FROM aggs a
+    CROSS JOIN LATERAL (
+        SELECT e.aggregate_type, e.aggregate_id
+        FROM {{.schema}}.outbox_event e
+        WHERE e.ctid = a.head_tid
+          AND e.published_at IS NULL
+          AND (e.failed_at IS NOT NULL OR e.available_at > now() + interval '1 second')
+          AND (e.lease_until IS NULL OR e.lease_until <= now())
+        FOR SHARE SKIP LOCKED) b
+    WHERE NOT a.head_ok AND a.head_blocker
+), waiting AS MATERIALIZED (
+    SELECT e.event_id
+    FROM win w
+    JOIN blockers b ON b.aggregate_type = w.aggregate_type AND b.aggregate_id = w.aggregate_id
+    JOIN {{.schema}}.outbox_event e ON e.event_id = w.event_id
+    WHERE e.published_at IS NULL AND e.failed_at IS NULL AND NOT e.blocked
+      AND (e.lease_until IS NULL OR e.lease_until <= now())
+    FOR UPDATE OF e SKIP LOCKED
+), blocking AS (
+    UPDATE {{.schema}}.outbox_event AS e
+    SET blocked = true
+    FROM waiting w
+    WHERE e.event_id = w.event_id
+    RETURNING 1
+), claimed AS (
+    UPDATE {{.schema}}.outbox_event AS e
+    SET lease_token = @token,
+        lease_until = now() + @lease_ms::float8 * interval '1 millisecond',
+        attempts = e.attempts + 1,
+        blocked = false
+    FROM locked t
+    WHERE t.got AND e.ctid = t.tid
+    RETURNING e.event_id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type,
+        e.payload, e.created_at, e.attempts, e.topic, e.headers, t.waiters
+)
+SELECT false AS summary, c.event_id, c.seq, c.aggregate_type, c.aggregate_id, c.event_type,
+       c.payload, c.created_at, c.attempts, c.topic, c.headers,
+       c.waiters, 0 AS blocked, NULL::uuid[] AS unlocked_heads, NULL::text[] AS unlocked_types, NULL::text[] AS unlocked_ids
+FROM claimed c
+UNION ALL
+SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       (SELECT count(*) FROM blocking)::int, u.heads, u.types, u.ids
+FROM (SELECT array_agg(l.event_id) AS heads, array_agg(l.aggregate_type) AS types, array_agg(l.aggregate_id) AS ids
+      FROM locked l WHERE l.is_head AND l.tid IS NULL) u

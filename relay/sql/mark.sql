@@ -1,0 +1,17 @@
+-- Mark: records a batch's acknowledged events as published with their Kafka
+-- coordinates, fenced by the batch's lease token (a row whose lease another
+-- claim took is not touched). A row an operator parked while it was in flight
+-- stays parked (Kafka has it; a retry publishes it again): only its lease
+-- ends. RETURNING tells the two apart: one row per event touched, true when it
+-- stayed parked.
+--
+-- @token the batch's lease token; @ids, @topics, @partitions, @offsets the
+-- acknowledged events and where Kafka put them (arrays of equal length).
+UPDATE {{.schema}}.outbox_event AS e
+SET published_at = CASE WHEN e.failed_at IS NULL THEN now() END, lease_until = NULL,
+    kafka_topic = CASE WHEN e.failed_at IS NULL THEN m.topic ELSE e.kafka_topic END,
+    kafka_partition = CASE WHEN e.failed_at IS NULL THEN m.part ELSE e.kafka_partition END,
+    kafka_offset = CASE WHEN e.failed_at IS NULL THEN m.off ELSE e.kafka_offset END
+FROM unnest(@ids::uuid[], @topics::text[], @partitions::int[], @offsets::bigint[]) AS m(id, topic, part, off)
+WHERE e.event_id = m.id AND e.lease_token = @token AND e.published_at IS NULL
+RETURNING e.failed_at IS NOT NULL

@@ -1,0 +1,17 @@
+-- Unblock after a mark: for the aggregates of a marked batch that had blocked
+-- rows when it was claimed, their next blocked rows in seq order come back to
+-- the claim window, $3 at most per aggregate (a batch's worth; the rest follow
+-- run by run). Rows still behind a blocker are simply marked again by the next
+-- claim that meets them.
+--
+-- $1 and $2 the aggregates (types, ids), $3 the most rows per aggregate.
+UPDATE {{.schema}}.outbox_event AS e
+SET blocked = false
+FROM unnest($1::text[], $2::text[]) AS a(aggregate_type, aggregate_id)
+CROSS JOIN LATERAL (
+    SELECT b.event_id FROM {{.schema}}.outbox_event b
+    WHERE b.blocked AND b.published_at IS NULL
+      AND b.aggregate_type = a.aggregate_type AND b.aggregate_id = a.aggregate_id
+    ORDER BY b.seq
+    LIMIT $3) b
+WHERE e.event_id = b.event_id AND e.blocked

@@ -1,0 +1,46 @@
+package relay
+
+import (
+	"embed"
+
+	"github.com/outboxtop/outboxtop/internal/sqltemplate"
+)
+
+// sqlFiles holds the relay's statements, one a file (see the package doc, SQL).
+//
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// statements are the relay's SQL, qualified for one schema.
+type statements struct {
+	claimTimeouts  string
+	claimOrdered   string
+	claimUnordered string
+	mark           string
+	settle         string
+	renew          string
+	release        string
+	nextScheduled  string
+	drainState     string
+	unblockAfter   string
+	sweepOrdered   string
+	sweepUnordered string
+}
+
+func newStatements(schema string) statements {
+	load := func(name string) string { return sqltemplate.Load(sqlFiles, "sql/"+name+".sql", schema) }
+	return statements{
+		claimTimeouts:  load("claim_timeouts"),
+		claimOrdered:   load("claim_ordered"),
+		claimUnordered: load("claim_unordered"),
+		mark:           load("mark"),
+		settle:         load("settle"),
+		renew:          load("renew"),
+		release:        load("release"),
+		nextScheduled:  load("next_scheduled"),
+		drainState:     load("drain_state"),
+		unblockAfter:   load("unblock_after"),
+		sweepOrdered:   load("sweep_ordered"),
+		sweepUnordered: load("sweep_unordered"),
+	}
+}

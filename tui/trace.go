@@ -1,0 +1,85 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/outboxtop/outboxtop/inspect"
+)
+
+// traceMsg is the part of an event's detail read once when it opens: its record
+// read back from Kafka and the operators' actions on it, as sanitized text.
+type traceMsg struct {
+	id   string
+	text string
+}
+
+const traceLoading = "KAFKA RECORD\n  reading…"
+
+// traceTimeout bounds the read-back from Kafka.
+const traceTimeout = 5 * time.Second
+
+func loadTrace(ctx context.Context, in *inspect.Inspector, kafka inspect.KafkaClient, now func() time.Time, id string) traceMsg {
+	t, err := in.Trace(ctx, id)
+	if err != nil {
+		return traceMsg{id: id, text: "KAFKA RECORD\n  could not trace the event: " + Sanitize(err.Error())}
+	}
+	if kafka != nil {
+		t.Kafka = inspect.CheckRecord(ctx, kafka, t.Event, traceTimeout)
+	}
+	return traceMsg{id: id, text: traceText(t, kafka != nil, now())}
+}
+
+// traceText lays out the record and the audit rows. Every piece of event data
+// passes through Sanitize here.
+func traceText(t inspect.Trace, withKafka bool, now time.Time) string {
+	var b strings.Builder
+	when := func(at time.Time) string {
+		return at.UTC().Format("2006-01-02 15:04:05.000Z") + " (" + age(now.Sub(at)) + " ago)"
+	}
+	b.WriteString("KAFKA RECORD\n")
+	k := t.Kafka
+	switch {
+	case t.KafkaTopic == "" || t.KafkaPartition == nil || t.KafkaOffset == nil:
+		b.WriteString("  none: the relay has not marked this event published\n")
+	case !withKafka:
+		fmt.Fprintf(&b, "  %s [%d] @%d: not read back (this console has no Kafka connection)\n", Sanitize(t.KafkaTopic), *t.KafkaPartition, *t.KafkaOffset)
+	case k.Err != "":
+		fmt.Fprintf(&b, "  COULD NOT READ %s [%d] @%d: %s\n", Sanitize(k.Topic), k.Partition, k.Offset, Sanitize(k.Err))
+	case !k.Found:
+		fmt.Fprintf(&b, "  MISSING at %s [%d] @%d: %s\n", Sanitize(k.Topic), k.Partition, k.Offset, Sanitize(k.Missing))
+	default:
+		fmt.Fprintf(&b, "  found at %s [%d] @%d · key %s · %d bytes\n", Sanitize(k.Topic), k.Partition, k.Offset, Sanitize(k.Key), k.ValueBytes)
+		if k.Timestamp != nil {
+			b.WriteString("  written at " + when(*k.Timestamp) + "\n")
+		}
+		for _, m := range k.Mismatches {
+			b.WriteString("  MISMATCH: " + Sanitize(m) + "\n")
+		}
+		for _, h := range k.Headers {
+			fmt.Fprintf(&b, "  %-16s %s\n", Sanitize(h.Key), bounded(Sanitize(h.Value)))
+		}
+	}
+	fmt.Fprintf(&b, "\nAUDIT (%d)\n", len(t.Audit))
+	if len(t.Audit) == 0 {
+		b.WriteString("  no operator action touched this event\n")
+	}
+	for _, a := range t.Audit {
+		line := fmt.Sprintf("  #%d %s %s by %s", a.ID, when(a.At), Sanitize(a.Action), Sanitize(a.Actor))
+		if a.Reason != "" {
+			line += ": " + Sanitize(a.Reason)
+		}
+		b.WriteString(line + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func (d *detailModel) setTrace(msg traceMsg) {
+	if msg.id != d.id {
+		return
+	}
+	d.trace = msg.text
+	d.show()
+}
