@@ -8,7 +8,8 @@ import (
 
 // FuzzSanitize: whatever an event carries, what reaches the terminal is valid
 // UTF-8 with no escape sequence, no C0/C1 control and no DEL (SanitizeText keeps
-// only \n), no bidirectional override, and sanitizing twice changes nothing.
+// only \n), no bidirectional override, no invisible character, sanitizing twice
+// changes nothing, and text with none of those comes through untouched.
 func FuzzSanitize(f *testing.F) {
 	for _, s := range []string{
 		"plain text", "a\rb\bc\x7fd", "line1\nline2\tx", "title\x1b]0;pwned\x07after",
@@ -16,6 +17,7 @@ func FuzzSanitize(f *testing.F) {
 		"dcs\x1bPq#0;2;0;0;0\x1b\\x", "c1 \u009b31m csi", "nel\u0085", "bidi \u202egnp.exe",
 		"bad \xff utf8", "esc at end \x1b", "unterminated \x1b]0;title", "charset \x1b(0x",
 		"héllo wörld 日本", "\x1b[\x00\x1b", "\x1b]\u009c", "\x1b \x1b#8", "\xc2\x9b6n", "\uFFFD^?<U+202E>",
+		"soft\u00adhyphen", "zero\u200bwidth", "bom\ufeff",
 	} {
 		f.Add(s)
 	}
@@ -36,7 +38,7 @@ func FuzzSanitize(f *testing.F) {
 }
 
 func unsafeRune(r rune) bool {
-	return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) || r == utf8.RuneError
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) || isInvisible(r) || r == utf8.RuneError
 }
 
 func checkInert(t *testing.T, name, in, out string, multiline bool) {
@@ -48,8 +50,8 @@ func checkInert(t *testing.T, name, in, out string, multiline bool) {
 		if r == '\n' && multiline {
 			continue
 		}
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) {
-			t.Fatalf("%s(%q) = %q: control %U at byte %d", name, in, out, r, i)
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) || isInvisible(r) {
+			t.Fatalf("%s(%q) = %q: control or invisible %U at byte %d", name, in, out, r, i)
 		}
 	}
 }
