@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,9 +50,9 @@ const timelineContext = 5
 // Timeline returns the events of one aggregate: when some are unpublished, a few
 // published ones before the oldest unpublished event (the head) and the head with
 // what follows it, up to limit (TimelineLimit when 0 or more); otherwise the newest
-// limit events. The unpublished part is read along the aggregate index; published
-// history has no index by aggregate, so reading it costs a scan of the aggregate's
-// rows in outbox_event and the archive.
+// limit events. Every part is read along an index by aggregate and seq: the
+// unpublished rows' (001), the published rows' and the archive's (009), so a
+// timeline costs the rows it shows however long the history.
 func (i *Inspector) Timeline(ctx context.Context, aggregateType, aggregateID string, limit int) (Timeline, error) {
 	if limit <= 0 || limit > TimelineLimit {
 		limit = TimelineLimit
@@ -63,12 +64,7 @@ func (i *Inspector) Timeline(ctx context.Context, aggregateType, aggregateID str
 	if err != nil {
 		return Timeline{}, fmt.Errorf("reading the head of %s/%s: %w", aggregateType, aggregateID, err)
 	}
-	both := func(where, order string, n int) string {
-		l := strconv.Itoa(n)
-		return "(SELECT " + eventColumns(false, false) + " FROM " + i.outbox + " WHERE aggregate_type = $1 AND aggregate_id = $2" + where + " ORDER BY seq " + order + " LIMIT " + l + ")" +
-			" UNION ALL (SELECT " + eventColumns(true, false) + " FROM " + i.archive + " WHERE aggregate_type = $1 AND aggregate_id = $2" + where + " ORDER BY seq " + order + " LIMIT " + l + ")" +
-			" ORDER BY 2 " + order + " LIMIT " + l
-	}
+	both := i.timelineSQL
 	var before, after []Event
 	if head == nil {
 		before, err = i.events(ctx, both("", "DESC", limit), aggregateType, aggregateID)
@@ -91,11 +87,7 @@ func (i *Inspector) Timeline(ctx context.Context, aggregateType, aggregateID str
 		return Timeline{}, fmt.Errorf("%w: aggregate %s/%s has no events", ErrNotFound, aggregateType, aggregateID)
 	}
 	first, last := t.Events[0].Seq, t.Events[len(t.Events)-1].Seq
-	err = i.pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM "+i.outbox+" WHERE aggregate_type = $1 AND aggregate_id = $2 AND seq < $3)"+
-		" + (SELECT count(*) FROM "+i.archive+" WHERE aggregate_type = $1 AND aggregate_id = $2 AND seq < $3),"+
-		" (SELECT count(*) FROM "+i.outbox+" WHERE aggregate_type = $1 AND aggregate_id = $2 AND seq > $4)"+
-		" + (SELECT count(*) FROM "+i.archive+" WHERE aggregate_type = $1 AND aggregate_id = $2 AND seq > $4)",
-		aggregateType, aggregateID, first, last).Scan(&t.Before, &t.After)
+	err = i.pool.QueryRow(ctx, i.timelineCountSQL(), aggregateType, aggregateID, first, last).Scan(&t.Before, &t.After)
 	if err != nil {
 		return Timeline{}, fmt.Errorf("counting the events of %s/%s: %w", aggregateType, aggregateID, err)
 	}
@@ -108,6 +100,49 @@ func (i *Inspector) Timeline(ctx context.Context, aggregateType, aggregateID str
 		}
 	}
 	return t, nil
+}
+
+// timelineParts are the three places an aggregate's events live, each with the
+// condition that lets an index by (aggregate_type, aggregate_id, seq) serve it:
+// outbox_aggregate_idx holds unpublished rows only and outbox_aggregate_published_idx
+// published ones, so a condition on neither would scan the aggregate's rows.
+func (i *Inspector) timelineParts() [3]struct {
+	from, cond string
+	archived   bool
+} {
+	return [3]struct {
+		from, cond string
+		archived   bool
+	}{
+		{i.outbox, " AND published_at IS NULL", false},
+		{i.outbox, " AND published_at IS NOT NULL", false},
+		{i.archive, "", true},
+	}
+}
+
+// timelineSQL reads up to n events of the aggregate ($1, $2) matching where, in
+// seq order (ASC or DESC): the first n of each part along its index, merged.
+func (i *Inspector) timelineSQL(where, order string, n int) string {
+	l := strconv.Itoa(n)
+	var parts []string
+	for _, p := range i.timelineParts() {
+		parts = append(parts, "(SELECT "+eventColumns(p.archived, false)+" FROM "+p.from+
+			" WHERE aggregate_type = $1 AND aggregate_id = $2"+p.cond+where+" ORDER BY seq "+order+" LIMIT "+l+")")
+	}
+	return strings.Join(parts, " UNION ALL ") + " ORDER BY 2 " + order + " LIMIT " + l
+}
+
+// timelineCountSQL counts the aggregate's ($1, $2) events before seq $3 and after
+// seq $4.
+func (i *Inspector) timelineCountSQL() string {
+	count := func(cmp string) string {
+		var parts []string
+		for _, p := range i.timelineParts() {
+			parts = append(parts, "(SELECT count(*) FROM "+p.from+" WHERE aggregate_type = $1 AND aggregate_id = $2"+p.cond+" AND seq "+cmp+")")
+		}
+		return strings.Join(parts, " + ")
+	}
+	return "SELECT " + count("< $3") + ", " + count("> $4")
 }
 
 func (i *Inspector) events(ctx context.Context, query string, args ...any) ([]Event, error) {

@@ -25,6 +25,12 @@ type Event struct {
 	Attempts      int32      `json:"attempts"`
 	LeaseToken    string     `json:"lease_token,omitempty"`
 	LeaseUntil    *time.Time `json:"lease_until,omitempty"`
+	// LeaseHolder names the relay ("host:pid") that made the latest claim of the
+	// row. It is kept when the lease ends: on a leased row it is the relay holding
+	// it, on any other the last relay that claimed it (on a published row, the one
+	// that published it). Empty when no relay has claimed the row since migration
+	// 009.
+	LeaseHolder string `json:"lease_holder,omitempty"`
 	// LeaseExpired: a lease token whose lease_until has passed without a mark; the
 	// event is claimable again (its State is ready or scheduled).
 	LeaseExpired   bool       `json:"lease_expired"`
@@ -63,7 +69,7 @@ func eventColumns(archived, withBody bool) string {
 		body = "payload, headers"
 	}
 	return `event_id::text, seq, ` + state + `, aggregate_type, aggregate_id, event_type,
-		coalesce(topic, ''), created_at, available_at, attempts, coalesce(lease_token::text, ''), lease_until,
+		coalesce(topic, ''), created_at, available_at, attempts, coalesce(lease_token::text, ''), lease_until, coalesce(lease_holder, ''),
 		coalesce(` + wire.ExpiredLeaseSQL + `, false), published_at, failed_at, coalesce(last_error, ''),
 		coalesce(kafka_topic, ''), kafka_partition, kafka_offset, coalesce(replay_of::text, ''), ` + archivedAt + `,
 		extract(epoch from now() - created_at)::float8, octet_length(payload::text), ` + body
@@ -75,7 +81,7 @@ func scanEvent(row pgx.Row) (Event, error) {
 	var age float64
 	var payload, headers []byte
 	err := row.Scan(&e.EventID, &e.Seq, &state, &e.AggregateType, &e.AggregateID, &e.EventType,
-		&e.Topic, &e.CreatedAt, &e.AvailableAt, &e.Attempts, &e.LeaseToken, &e.LeaseUntil,
+		&e.Topic, &e.CreatedAt, &e.AvailableAt, &e.Attempts, &e.LeaseToken, &e.LeaseUntil, &e.LeaseHolder,
 		&e.LeaseExpired, &e.PublishedAt, &e.FailedAt, &e.LastError,
 		&e.KafkaTopic, &e.KafkaPartition, &e.KafkaOffset, &e.ReplayOf, &e.ArchivedAt,
 		&age, &e.PayloadBytes, &payload, &headers)

@@ -135,10 +135,7 @@ func (i *Inspector) Trace(ctx context.Context, idOrPrefix string) (Trace, error)
 		return Trace{}, err
 	}
 	t := Trace{EventDetail: d}
-	// outbox_audit has no index on event_ids: one row per operator action keeps it
-	// small next to the outbox.
-	rows, err := i.pool.Query(ctx, "SELECT audit_id, at, actor, action, rows, coalesce(reason, ''), coalesce(db_user, '')"+
-		" FROM "+i.audit+" WHERE event_ids @> ARRAY[$1::uuid] ORDER BY audit_id", id)
+	rows, err := i.pool.Query(ctx, i.traceAuditSQL(), id)
 	if err != nil {
 		return Trace{}, fmt.Errorf("reading audit rows of %s: %w", id, err)
 	}
@@ -147,4 +144,11 @@ func (i *Inspector) Trace(ctx context.Context, idOrPrefix string) (Trace, error)
 		return Trace{}, fmt.Errorf("reading audit rows of %s: %w", id, err)
 	}
 	return t, nil
+}
+
+// traceAuditSQL reads the audit rows naming event $1, oldest first, along
+// outbox_audit_event_ids_idx (GIN on event_ids, migration 009).
+func (i *Inspector) traceAuditSQL() string {
+	return "SELECT audit_id, at, actor, action, rows, coalesce(reason, ''), coalesce(db_user, '')" +
+		" FROM " + i.audit + " WHERE event_ids @> ARRAY[$1::uuid] ORDER BY audit_id"
 }

@@ -22,6 +22,7 @@ var wantColumns = map[string][][2]string{
 		{"published_at", "timestamp with time zone"}, {"seq", "bigint"}, {"topic", "text"}, {"headers", "jsonb"},
 		{"last_error", "text"}, {"failed_at", "timestamp with time zone"}, {"kafka_topic", "text"},
 		{"kafka_partition", "integer"}, {"kafka_offset", "bigint"}, {"replay_of", "uuid"}, {"blocked", "boolean"},
+		{"lease_holder", "text"},
 	},
 	"consumed_event": {
 		{"consumer_name", "text"}, {"event_id", "uuid"}, {"consumed_at", "timestamp with time zone"},
@@ -29,6 +30,7 @@ var wantColumns = map[string][][2]string{
 	"outbox_event_archive": {
 		{"event_id", "uuid"}, {"payload", "jsonb"}, {"seq", "bigint"}, {"headers", "jsonb"},
 		{"published_at", "timestamp with time zone"}, {"archived_at", "timestamp with time zone"},
+		{"lease_holder", "text"},
 	},
 	"outbox_audit": {
 		{"audit_id", "bigint"}, {"actor", "text"}, {"action", "text"}, {"filter", "jsonb"},

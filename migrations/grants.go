@@ -24,7 +24,7 @@ var grantRoles = []struct {
 		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
 		"GRANT SELECT ON %[1]s.outbox_event, %[1]s.outboxtop_schema_version TO %[2]s;",
 		"-- only the columns claim, mark and settle write",
-		"GRANT UPDATE (lease_token, lease_until, attempts, available_at, last_error, failed_at,\n" +
+		"GRANT UPDATE (lease_token, lease_until, lease_holder, attempts, available_at, last_error, failed_at,\n" +
 			"              published_at, kafka_topic, kafka_partition, kafka_offset, blocked)\n" +
 			"    ON %[1]s.outbox_event TO %[2]s;",
 		"-- Only with --archive-after / --archive-retention (batches through two functions;",

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/outboxtop/outboxtop/wire"
@@ -50,8 +52,22 @@ type Config struct {
 	// SweepInterval is how often the relay clears blocked hints whose blocker is
 	// gone without the relay seeing it (rows deleted by hand).
 	SweepInterval time.Duration
-	Logger        *slog.Logger
-	Metrics       *Metrics
+	// Holder names this relay in the rows it claims (lease_holder), so an operator
+	// sees which process holds a lease: "host:pid" by default (DefaultHolder). At
+	// most 200 bytes.
+	Holder  string
+	Logger  *slog.Logger
+	Metrics *Metrics
+}
+
+// DefaultHolder is the Holder of a relay that sets none: the host name and the
+// process id, "host:pid".
+func DefaultHolder() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
 // DefaultConfig holds the defaults.
@@ -144,6 +160,9 @@ func (c Config) withDefaults() Config {
 	if c.SweepInterval == 0 {
 		c.SweepInterval = d.SweepInterval
 	}
+	if c.Holder == "" {
+		c.Holder = DefaultHolder()
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -177,6 +196,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--lock-timeout must be at least 100ms, not %v", c.LockTimeout)
 	case c.SweepInterval < time.Second:
 		return fmt.Errorf("--sweep-interval must be at least 1s, not %v", c.SweepInterval)
+	case len(c.Holder) > 200:
+		return fmt.Errorf("the relay's holder name is %d bytes, at most 200", len(c.Holder))
 	case c.MaxMessageBytes < 1024:
 		return fmt.Errorf("--kafka-max-message-bytes must be at least 1024, not %d", c.MaxMessageBytes)
 	}

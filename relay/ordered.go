@@ -50,9 +50,9 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 	if ordered {
 		skipTypes, skipIDs := r.heads.skipped(began)
 		rows, err = tx.Query(ctx, r.sql.claimOrdered, pgx.StrictNamedArgs{"batch": n, "token": token,
-			"lease_ms": r.cfg.Lease.Milliseconds(), "skip_types": skipTypes, "skip_ids": skipIDs})
+			"lease_ms": r.cfg.Lease.Milliseconds(), "holder": r.cfg.Holder, "skip_types": skipTypes, "skip_ids": skipIDs})
 	} else {
-		rows, err = tx.Query(ctx, r.sql.claimUnordered, n, token, r.cfg.Lease.Milliseconds())
+		rows, err = tx.Query(ctx, r.sql.claimUnordered, n, token, r.cfg.Lease.Milliseconds(), r.cfg.Holder)
 	}
 	if err != nil {
 		return nil, false, err

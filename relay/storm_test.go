@@ -189,7 +189,7 @@ func frozenClaim(t *testing.T, b *bundle, r *Relay, n int, idle time.Duration) (
 		t.Fatal(err)
 	}
 	rows, err := tx.Query(ctx, r.sql.claimOrdered, pgx.StrictNamedArgs{"batch": n, "token": uuid.New(),
-		"lease_ms": r.cfg.Lease.Milliseconds(), "skip_types": []string{}, "skip_ids": []string{}})
+		"lease_ms": r.cfg.Lease.Milliseconds(), "holder": r.cfg.Holder, "skip_types": []string{}, "skip_ids": []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 -- The ordered claim: one statement, no global lock, cost bounded by the batch.
 --
 -- @batch batch size, @token lease token, @lease_ms lease in milliseconds,
--- @skip_types and @skip_ids the aggregates to pass over: those whose ready head
+-- @holder this relay's name (host:pid, kept in lease_holder), @skip_types and @skip_ids the aggregates to pass over: those whose ready head
 -- this relay found held by another session at a recent claim (see headWatch in
 -- heads.go).
 --
@@ -155,6 +155,7 @@ WITH win AS MATERIALIZED (
     UPDATE {{.schema}}.outbox_event AS e
     SET lease_token = @token,
         lease_until = now() + @lease_ms::float8 * interval '1 millisecond',
+        lease_holder = @holder::text,
         attempts = e.attempts + 1,
         blocked = false
     FROM locked t

@@ -426,7 +426,7 @@ func (e *env) incidentExplain(ctx context.Context) (string, error) {
 		return "", err
 	}
 	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+sqltemplate.Qualify(string(claim), "public"),
-		pgx.StrictNamedArgs{"batch": defaultBatch, "token": uuid.New(), "lease_ms": 60000, "skip_types": []string{}, "skip_ids": []string{}})
+		pgx.StrictNamedArgs{"batch": defaultBatch, "token": uuid.New(), "lease_ms": 60000, "holder": "bench:1", "skip_types": []string{}, "skip_ids": []string{}})
 	if err != nil {
 		return "", err
 	}
