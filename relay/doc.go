@@ -5,8 +5,12 @@
 // A relay repeats claim → publish → mark:
 //
 //   - Claim: one short transaction picks up to BatchSize ready events (FOR UPDATE
-//     SKIP LOCKED), gives them a fresh lease token, lease_until = now() + Lease and
-//     attempts + 1, and commits. No row lock is held while Kafka is called.
+//     SKIP LOCKED), gives them a fresh lease token, lease_until = now() + Lease,
+//     attempts + 1 and lease_holder = Holder (this relay's "host:pid", so an
+//     operator sees who holds a lease), and commits. No row lock is held while
+//     Kafka is called. lease_holder is never cleared: once the lease ends it names
+//     the last relay that claimed the row, on a published row the one that
+//     published it.
 //   - Publish: every event of the batch is produced asynchronously with franz-go
 //     (acks=all, idempotent): key aggregate_id, value payload, headers event_id,
 //     event_type, aggregate_type, aggregate_id, created_at plus the row's headers.
