@@ -14,6 +14,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // detailModel shows one event: every column, the payload pretty-printed, headers,
@@ -114,6 +115,7 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 	line("available_at", ts(&d.AvailableAt))
 	line("lease_token", Sanitize(d.LeaseToken))
 	line("lease_until", ts(d.LeaseUntil))
+	line(holderLabel(d.Event), Sanitize(d.LeaseHolder))
 	if d.LeaseExpired {
 		line("lease", "EXPIRED: claimable again")
 	}
@@ -154,6 +156,18 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// holderLabel names what lease_holder means for e: the relay holding its lease,
+// the one that published it, or the last one that claimed it.
+func holderLabel(e inspect.Event) string {
+	switch {
+	case e.State == wire.Leased:
+		return "holder"
+	case e.PublishedAt != nil:
+		return "published by"
+	}
+	return "last relay"
 }
 
 // Bounds on the text the detail view wraps: wrapping measures every line on each

@@ -214,9 +214,12 @@ func (t *table) View(now time.Time, st styles) string {
 	for i := t.offset; i < end; i++ {
 		r := t.rows[i]
 		for j, c := range t.columns {
-			if c.keepEnd {
+			switch {
+			case c.cut != nil:
+				cells[j] = fit(c.cut(c.cell(r, now), ws[j]), ws[j], c.right)
+			case c.keepEnd:
 				cells[j] = fitEnd(c.cell(r, now), ws[j])
-			} else {
+			default:
 				cells[j] = fit(c.cell(r, now), ws[j], c.right)
 			}
 		}

@@ -3,7 +3,10 @@ package tui
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/wire"
@@ -113,7 +116,7 @@ func newRow(e inspect.Event) row {
 		availableAt:   e.AvailableAt,
 		leaseUntil:    e.LeaseUntil,
 		leaseExpired:  e.LeaseExpired,
-		holder:        shortID(Sanitize(e.LeaseToken)),
+		holder:        holderName(e),
 		failedAt:      e.FailedAt,
 		publishedAt:   e.PublishedAt,
 		topic:         Sanitize(e.KafkaTopic),
@@ -122,6 +125,45 @@ func newRow(e inspect.Event) row {
 		lastError:     Sanitize(e.LastError),
 		payloadBytes:  e.PayloadBytes,
 	}
+}
+
+// holderName is the relay a leased row names (lease_holder, "host:pid"); a row
+// claimed by a relay older than migration 009 names none, and shows its batch's
+// lease token instead, as before.
+func holderName(e inspect.Event) string {
+	if e.LeaseHolder != "" {
+		return Sanitize(e.LeaseHolder)
+	}
+	if e.LeaseToken != "" {
+		return "token " + shortID(Sanitize(e.LeaseToken))
+	}
+	return ""
+}
+
+// fitHolder fits a relay's "host:pid" into w cells keeping what tells relays
+// apart: the pid stays, the host's domain goes first (not an IP address's), then
+// the middle of its name (pods differ at the end of theirs, hosts often at the
+// start).
+func fitHolder(s string, w int) string {
+	if ansi.StringWidth(s) <= w {
+		return s
+	}
+	host, pid := s, ""
+	if i := strings.LastIndexByte(s, ':'); i > 0 {
+		host, pid = s[:i], s[i:]
+	}
+	if i := strings.IndexByte(host, '.'); i > 0 && strings.Trim(host, "0123456789.") != "" {
+		host = host[:i]
+	}
+	room := w - ansi.StringWidth(pid)
+	if room < 5 {
+		return fitEnd(s, w)
+	}
+	if n := ansi.StringWidth(host); n > room {
+		head := (room - 1) / 2
+		host = ansi.Truncate(host, head, "") + "…" + ansi.TruncateLeft(host, n-(room-1-head), "")
+	}
+	return host + pid
 }
 
 // shortID is the part of an id that tells events apart. A UUIDv7 begins with its
@@ -149,8 +191,10 @@ type column struct {
 	// keepEnd cuts a value that does not fit at its start: aggregates differ at
 	// their end (ord-480 … ord-499).
 	keepEnd bool
-	right   bool
-	cell    func(r row, now time.Time) string
+	// cut fits a value that does not fit (nil: fit, or fitEnd with keepEnd).
+	cut   func(s string, w int) string
+	right bool
+	cell  func(r row, now time.Time) string
 }
 
 var (
@@ -184,7 +228,7 @@ var (
 		}
 		return "in " + age(r.leaseUntil.Sub(now))
 	}}
-	colHolder    = column{title: "HOLDER", width: 8, cell: func(r row, _ time.Time) string { return r.holder }}
+	colHolder    = column{title: "HOLDER", maxWidth: 24, cut: fitHolder, cell: func(r row, _ time.Time) string { return r.holder }}
 	colFailed    = column{title: "FAILED", width: 6, right: true, cell: func(r row, now time.Time) string { return ago(r.failedAt, now) }}
 	colTopic     = column{title: "TOPIC", cell: func(r row, _ time.Time) string { return r.topic }}
 	colPartition = column{title: "PART", width: 4, right: true, cell: func(r row, _ time.Time) string {

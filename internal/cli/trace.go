@@ -13,6 +13,7 @@ import (
 
 	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // runTrace prints one event's life: the row, the operators' actions on it, its
@@ -123,6 +124,17 @@ func printTrace(w io.Writer, t inspect.Trace, withKafka bool, now time.Time) {
 	kv("available_at", ts(&t.AvailableAt))
 	if t.LeaseUntil != nil {
 		kv("lease_until", ts(t.LeaseUntil)+" · token "+tui.Sanitize(t.LeaseToken))
+	}
+	if t.LeaseHolder != "" {
+		// lease_holder names the relay of the latest claim and is kept after it.
+		switch {
+		case t.State == wire.Leased:
+			kv("held by", tui.Sanitize(t.LeaseHolder))
+		case t.PublishedAt != nil:
+			kv("published by", tui.Sanitize(t.LeaseHolder))
+		default:
+			kv("last relay", tui.Sanitize(t.LeaseHolder))
+		}
 	}
 	kv("published_at", ts(t.PublishedAt))
 	if t.FailedAt != nil {

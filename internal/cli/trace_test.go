@@ -14,6 +14,7 @@ import (
 
 	"github.com/outboxtop/outboxtop/inbox"
 	"github.com/outboxtop/outboxtop/internal/testenv"
+	"github.com/outboxtop/outboxtop/relay"
 )
 
 const (
@@ -55,10 +56,26 @@ func TestTraceFollowsOneEvent(t *testing.T) {
 		t.Fatalf("trace: %+v", r)
 	}
 	for _, want := range []string{"EVENT " + traceOrder + "  OrderPlaced  order/4711", "state           published", k.Prefix + "outbox.order [partition 0] @ offset",
-		"record          found · key 4711", "event_id=" + traceOrder, "CONSUMERS       1 applied it", "billing", "AUDIT           0 operator actions"} {
+		"record          found · key 4711", "event_id=" + traceOrder, "CONSUMERS       1 applied it", "billing", "AUDIT           0 operator actions",
+		// the relay ran in this process: the row names it
+		"published by    " + relay.DefaultHolder() + "\n"} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("trace lacks %q:\n%s", want, r.out)
 		}
+	}
+
+	// A leased event names the relay holding it.
+	const leased = "c4000000-0000-0000-0000-000000000001"
+	if _, err := pool.Exec(context.Background(), `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload,
+		attempts, lease_token, lease_until, lease_holder) VALUES ($1, 'order', '4713', 'OrderPlaced', '{}', 1, gen_random_uuid(),
+		now() + interval '1 minute', 'relay-z.example:9')`, leased); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, env, "trace", leased); r.code != ExitOK || !strings.Contains(r.out, "held by         relay-z.example:9\n") {
+		t.Fatalf("trace of a leased event does not name its holder: %+v", r)
+	}
+	if r := run(t, env, "trace", leased, "--json"); r.code != ExitOK || !strings.Contains(r.out, `"lease_holder": "relay-z.example:9"`) {
+		t.Fatalf("trace --json of a leased event does not name its holder: %+v", r)
 	}
 
 	// A prefix two events share: exit 2, both named.

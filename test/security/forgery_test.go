@@ -38,6 +38,8 @@ var forgeries = []struct{ what, sql string }{
 		VALUES (gen_random_uuid(), 'order', 'x', 'e', '{}', now())`},
 	{"insert an event leased for a century (blocks its aggregate)", `INSERT INTO outbox_event (event_id, aggregate_type,
 		aggregate_id, event_type, payload, lease_until) VALUES (gen_random_uuid(), 'order', 'x', 'e', '{}', now() + interval '100 years')`},
+	{"insert an event naming its lease holder", `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id,
+		event_type, payload, lease_holder) VALUES (gen_random_uuid(), 'order', 'x', 'e', '{}', 'relay-a:1')`},
 	{"insert an event with a chosen seq", `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, seq)
 		OVERRIDING SYSTEM VALUE VALUES (gen_random_uuid(), 'order', 'x', 'e', '{}', -5)`},
 	{"insert an event with a chosen created_at", `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at)
@@ -83,6 +85,31 @@ func TestForgeriesRefusedForEveryRole(t *testing.T) {
 			}
 			if after := b.fingerprint(t); after != before {
 				t.Errorf("the tables changed under %s:\nbefore %s\nafter  %s", role, before, after)
+			}
+		})
+	}
+}
+
+// TestOnlyTheRelayNamesAHolder: lease_holder says which relay holds a lease (and,
+// afterwards, which one published the event); only the relay role may write it,
+// at claim time. Every other role is refused by the database.
+func TestOnlyTheRelayNamesAHolder(t *testing.T) {
+	t.Parallel()
+	for _, role := range roles {
+		t.Run(role, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, role)
+			id := b.insert(t, "order", "o-1", 1)[0]
+			_, err := b.as.Exec(b.ctx, `UPDATE outbox_event SET lease_holder = 'forged:1' WHERE event_id = $1`, id)
+			if role == "relay" {
+				if err != nil {
+					t.Fatalf("the relay may not write lease_holder: its claims would fail: %v", err)
+				}
+				return
+			}
+			assertDenied(t, role+" may not name a lease holder", err)
+			if n := b.count(t, "lease_holder IS NOT NULL"); n != 0 {
+				t.Errorf("%d rows name a holder after %s's refused update", n, role)
 			}
 		})
 	}

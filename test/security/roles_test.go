@@ -161,6 +161,10 @@ func TestRelayGrants(t *testing.T) {
 	if n := b.count(t, wire.FailedSQL+" AND aggregate_type = 'bad topic!'"); n != 1 {
 		t.Errorf("the poison event is not failed (%d)", n)
 	}
+	// Every row the relay claimed names it (host:pid), the column grant allowing.
+	if n := b.count(t, "lease_holder = '"+relay.DefaultHolder()+"'"); n != 26 {
+		t.Errorf("%d rows name the relay %s as their holder, want 26", n, relay.DefaultHolder())
+	}
 	if got := len(k.Consume(t, 25, 30*time.Second, k.Prefix+"outbox.order")); got < 25 {
 		t.Errorf("Kafka holds %d records, want 25", got)
 	}
