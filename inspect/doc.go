@@ -47,6 +47,13 @@
 // over the part of the window that has any history. Such numbers are a Count whose
 // Estimate field says so, in Go and in JSON.
 //
+// The per-event reads are index reads however long the history: an aggregate's
+// timeline (Timeline) reads its unpublished, published and archived rows along
+// three indexes by (aggregate_type, aggregate_id, seq), the audit rows of one
+// event (Trace, AuditLog with EventID) the GIN index on event_ids (migration 009;
+// TestTimelineAndAuditQueriesUseIndexes checks the plans on tens of thousands of
+// rows).
+//
 // # Acting
 //
 // Every action takes a Request: an Action, a target (explicit event ids, a Filter, or
@@ -109,6 +116,9 @@
 //	filter.go       Filter's WHERE clause, with its arguments
 //	event.go        the select list of an event and its state (wire's conditions in a CASE)
 //	detail.go       Detail: one event, its inbox rows, its replays
+//	aggregate.go    Timeline: one aggregate's events in seq order, its blocker
+//	trace.go        Resolve (id prefixes) and Trace: an event's audit rows
+//	audit.go        AuditLog: the audit trail, filtered
 //	actions.go      DryRun and Do (the targets), AuditRelay
 //	publishable.go  OldestPublishableAge (wire.OldestPublishableSQL)
 //	retention.go    ArchiveOlderThan, DeleteArchivedOlderThan
