@@ -20,11 +20,12 @@
 
 -- lease_holder: the relay that made the latest claim of the row, as "host:pid"
 -- (relay.Config.Holder), set with the lease token in the same UPDATE. It is not
--- cleared: after a lease ends it names the last relay that claimed the row (on a
--- published row, the one that published it), which trace shows as "last relay".
--- Only a leased row's value is its current holder. NULL on rows no relay has
--- claimed since this migration. No index names it, so the claim's
--- UPDATE stays HOT. Archived rows keep it, so the archive functions are redefined
+-- cleared: only on a leased row does it name the current holder ("held by" in
+-- trace, "holder" in the console); afterwards it is the last relay that claimed
+-- the row ("last relay"), and on a published row the one that published it
+-- ("published by": the mark is fenced by the token written with it). NULL on rows
+-- no relay has claimed since this migration. No index names it, so the claim's
+-- UPDATE stays HOT. Archived rows keep it: the archive functions are redefined
 -- below with the column.
 ALTER TABLE {{.schema}}.outbox_event ADD COLUMN IF NOT EXISTS lease_holder text;
 ALTER TABLE {{.schema}}.outbox_event_archive ADD COLUMN IF NOT EXISTS lease_holder text;
