@@ -74,6 +74,9 @@ func TestReplayNewIDFromPublished(t *testing.T) {
 	b.keys("5") // the cursor is on e0000004, the newest published
 	b.keys("R")
 	golden(t, "replay-confirm-80x24", b.screen())
+	b.size(120, 40)
+	golden(t, "replay-confirm-120x40", b.screen())
+	b.size(80, 24)
 	b.keys("i")
 	if n := b.count(`SELECT count(*) FROM outbox_event WHERE replay_of = $1 AND event_id <> $1 AND published_at IS NULL`, seed.ID('e', 4)); n != 1 {
 		t.Fatalf("%d new events replay e0000004, want 1:\n%s", n, b.text())

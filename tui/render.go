@@ -314,8 +314,15 @@ func (m *Model) footer() string {
 	return ansi.Truncate(m.help.ShortHelpView(b), m.width, "…")
 }
 
-// pair is two bindings on one help line ("g G  top, bottom").
+// pair is two bindings on one help line ("g G  top, bottom"); a disabled one
+// (an action in read-only mode) is left out.
 func pair(a, b key.Binding) key.Binding {
+	switch {
+	case !b.Enabled():
+		return a
+	case !a.Enabled():
+		return b
+	}
 	return key.NewBinding(key.WithKeys(a.Keys()...), key.WithHelp(a.Help().Key+" "+b.Help().Key, a.Help().Desc+", "+b.Help().Desc))
 }
 
@@ -352,8 +359,8 @@ func (m *Model) helpScreen(w, h int) string {
 		// Pairs on one line each: 80×24 holds every key.
 		{"MOVE", []key.Binding{pair(k.Up, k.Down), pair(k.Top, k.Bottom), pair(k.PageUp, k.PageDown), pair(k.Sort, k.Reverse)}},
 		{"CONSOLE", []key.Binding{k.AuditLog, k.Faster, k.Slower, k.Help, k.Quit}},
-		{"EVENTS", []key.Binding{k.Detail, k.Back, k.Filter, k.Mark, k.MarkAll, k.Aggregate}},
-		{"ACTIONS (each asks y/N first)", []key.Binding{k.Retry, k.ResetLease, k.Park, k.Skip, k.Archive, k.Replay, k.Pause}},
+		{"EVENTS", []key.Binding{k.Detail, k.Back, k.Filter, pair(k.Mark, k.MarkAll), k.Aggregate}},
+		{"ACTIONS (each asks y/N first)", []key.Binding{pair(k.Retry, k.ResetLease), pair(k.Park, k.Skip), pair(k.Archive, k.Replay), k.Pause}},
 	}
 	var extras []key.Binding
 	for _, e := range m.opts.Extras {
@@ -392,7 +399,9 @@ func (m *Model) helpScreen(w, h int) string {
 		}
 		*col = append(*col, b...)
 	}
-	right = append(right, "", m.styles.dim.Render("filter: type:T agg:ID aggtype:T id:HEX"),
-		m.styles.dim.Render("err:TEXT words · Overview: enter jumps"))
+	if len(right)+3 <= h { // the hints go first when keys need the room
+		right = append(right, "", m.styles.dim.Render("filter: type:T agg:ID aggtype:T id:HEX"),
+			m.styles.dim.Render("err:TEXT words · Overview: enter jumps"))
+	}
 	return clip(joinColumns(left, right, w/2, w-w/2), w, h)
 }
