@@ -35,6 +35,7 @@ type pendingAction struct {
 
 type actionDoneMsg struct {
 	req    pendingAction
+	newID  bool // a replay that inserted new events
 	result inspect.Result
 	err    error
 }
@@ -51,11 +52,13 @@ func (m *Model) actionFor(msg tea.KeyPressMsg, k KeyMap) (inspect.Action, bool) 
 		return inspect.Park, true
 	case key.Matches(msg, k.Skip):
 		return inspect.Skip, true
+	case key.Matches(msg, k.Replay):
+		return inspect.Replay, true
 	}
 	return "", false
 }
 
-// actionKey handles r, l, a, x and s: refused in read-only mode, else a confirm
+// actionKey handles r, l, a, x, s and R: refused in read-only mode, else a confirm
 // prompt for the marked events (or the one under the cursor, or the one in detail).
 func (m *Model) actionKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	if m.opts.ReadOnly {
@@ -105,9 +108,9 @@ func (m *Model) actionKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 // viewsFor names the views where action a applies, in tab order ("Failed or Pending").
 func viewsFor(a inspect.Action) string {
 	var names []string
-	for v := range viewCount {
+	for v := range viewArchived + 1 {
 		if lv := listViews[v]; lv != nil && slices.Contains(lv.actions, a) {
-			names = append(names, itoa(int(v)+1)+" "+lv.title)
+			names = append(names, itoa(int(v.tab())+1)+" "+lv.title)
 		}
 	}
 	switch len(names) {
@@ -142,6 +145,11 @@ func (p *pendingAction) prompt() string {
 	}
 	if needsReason(p.action) {
 		return fmt.Sprintf("%s %s (%s)? reason: %s█", verb(p.action), events(len(p.ids)), list, string(p.reason))
+	}
+	if p.action == inspect.Replay {
+		// Two ways to say yes: the same ids (inboxes skip them) or new ones
+		// (every consumer applies them again).
+		return fmt.Sprintf("Replay %s? y same ids · i new ids · [N] (%s)", events(len(p.ids)), list)
 	}
 	return fmt.Sprintf("%s %s? [y/N] (%s)", verb(p.action), events(len(p.ids)), list)
 }
@@ -209,6 +217,8 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.mode = p.returnTo
 	}
 	confirmed := msg.String() == "y"
+	newID := p.action == inspect.Replay && msg.String() == "i"
+	confirmed = confirmed || newID
 	if p.action != "" && needsReason(p.action) {
 		confirmed = msg.String() == "enter"
 	}
@@ -221,7 +231,7 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	m.setStatus(fmt.Sprintf("%s %s…", p.action, events(len(p.ids))), false)
 	in, ctx := m.opts.Inspector, m.opts.Context
-	req := inspect.Request{Action: p.action, IDs: p.ids, From: p.from, Actor: m.opts.Actor}
+	req := inspect.Request{Action: p.action, IDs: p.ids, From: p.from, Actor: m.opts.Actor, NewID: newID}
 	if needsReason(p.action) {
 		req.Reason = strings.TrimSpace(string(p.reason))
 	}
@@ -235,7 +245,7 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	return func() tea.Msg {
 		res, err := in.Do(ctx, req)
-		return actionDoneMsg{req: *p, result: res, err: err}
+		return actionDoneMsg{req: *p, newID: newID, result: res, err: err}
 	}
 }
 
@@ -249,7 +259,15 @@ func (m *Model) actionDone(msg actionDoneMsg) tea.Cmd {
 		s += fmt.Sprintf("; %d had left %s and were not touched", left, msg.req.from)
 	}
 	m.setStatus(s, false)
-	if msg.req.action == inspect.Archive {
+	if msg.req.action == inspect.Replay && msg.newID && len(msg.result.EventIDs) > 0 {
+		short := make([]string, 0, 3)
+		for _, id := range msg.result.EventIDs[:min(3, len(msg.result.EventIDs))] {
+			short = append(short, shortID(Sanitize(id)))
+		}
+		s += "; new ids " + strings.Join(short, ", ")
+		m.setStatus(s, false)
+	}
+	if msg.req.action == inspect.Archive || msg.req.action == inspect.Replay {
 		m.publishedFloor = 0 // the published total went down for real
 	}
 	if t := m.tables[msg.req.view]; t != nil {

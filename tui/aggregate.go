@@ -266,34 +266,6 @@ func aggregateOf(s string) (typ, id string, ok bool) {
 	return typ, id, ok && typ != "" && id != ""
 }
 
-// overviewKey: in the Overview, the cursor moves over the blocked aggregates,
-// enter opens one's timeline and / asks for any aggregate (agg:TYPE/ID).
-func (m *Model) overviewKey(msg tea.KeyPressMsg) tea.Cmd {
-	m.viewOverview(m.bodySize()) // lays out the sections: how many blocked aggregates show
-	k, n := m.keys, min(len(m.overview.blocked), m.blockedShown)
-	switch {
-	case key.Matches(msg, k.Up):
-		m.blockedCursor--
-	case key.Matches(msg, k.Down):
-		m.blockedCursor++
-	case key.Matches(msg, k.Top):
-		m.blockedCursor = 0
-	case key.Matches(msg, k.Bottom):
-		m.blockedCursor = n - 1
-	case key.Matches(msg, k.Detail), key.Matches(msg, k.Aggregate):
-		if m.blockedCursor < n {
-			b := m.overview.blocked[m.blockedCursor].blocker
-			return m.openAggregate(b.rawType, b.rawID)
-		}
-		m.setStatus("no blocked aggregate to open: / opens any aggregate (agg:TYPE/ID)", false)
-	case key.Matches(msg, k.Filter):
-		m.mode = modeFilter
-		m.filterInput = []rune("agg:")
-	}
-	m.blockedCursor = min(max(m.blockedCursor, 0), max(n-1, 0))
-	return nil
-}
-
 // aggregateAction asks to act on the timeline's event under the cursor (or the
 // one in the detail opened from it), when the action applies to its state.
 func (m *Model) aggregateAction(a inspect.Action) tea.Cmd {

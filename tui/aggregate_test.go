@@ -120,8 +120,15 @@ func TestBlockedCursorStaysInView(t *testing.T) {
 	for range 40 {
 		b.keys("j")
 	}
-	if b.m.blockedShown == 0 || b.m.blockedShown >= len(b.m.overview.blocked) || b.m.blockedCursor != b.m.blockedShown-1 {
-		t.Fatalf("cursor %d, %d shown of %d", b.m.blockedCursor, b.m.blockedShown, len(b.m.overview.blocked))
+	shown := 0
+	for _, x := range b.m.overviewShown {
+		if x.kind == targetBlocked {
+			shown++
+		}
+	}
+	sel := b.m.overviewSel
+	if shown == 0 || shown >= len(b.m.overview.blocked) || sel != (overviewTarget{targetBlocked, shown - 1}) {
+		t.Fatalf("cursor %v, %d shown of %d", sel, shown, len(b.m.overview.blocked))
 	}
 	var cursorLine string
 	for _, l := range strings.Split(b.text(), "\n") {
@@ -129,7 +136,7 @@ func TestBlockedCursorStaysInView(t *testing.T) {
 			cursorLine = l
 		}
 	}
-	want := b.m.overview.blocked[b.m.blockedCursor].aggregate
+	want := b.m.overview.blocked[sel.i].aggregate
 	if !strings.Contains(cursorLine, want) {
 		t.Fatalf("the cursor's line %q is not %s:\n%s", cursorLine, want, b.text())
 	}

@@ -11,9 +11,12 @@ type KeyMap struct {
 	Detail, Back, Filter, Mark, MarkAll     key.Binding
 	Sort, Reverse                           key.Binding
 	Aggregate, AuditLog                     key.Binding
+	// Archived toggles tab 5 between Published and Archived; Breakdowns cycles
+	// the Overview's lower half: blocked aggregates, event types, error groups.
+	Archived, Breakdowns key.Binding
 
 	// Actions: absent from help and refused in read-only mode.
-	Retry, ResetLease, Archive, Park, Skip, Pause key.Binding
+	Retry, ResetLease, Archive, Park, Skip, Replay, Pause key.Binding
 
 	Faster, Slower, Help, Quit key.Binding
 }
@@ -45,12 +48,16 @@ func DefaultKeyMap() KeyMap {
 		// A, not a: a archives.
 		Aggregate: b([]string{"A"}, "A", "aggregate timeline"),
 		AuditLog:  b([]string{"L"}, "L", "audit log"),
+		// v, t: b and i are the demo's fault keys.
+		Archived:   b([]string{"v"}, "v", "Published ⇄ Archived (5)"),
+		Breakdowns: b([]string{"t"}, "t", "overview: types, errors"),
 
 		Retry:      b([]string{"r"}, "r", "retry"),
 		ResetLease: b([]string{"l"}, "l", "reset lease"),
 		Archive:    b([]string{"a"}, "a", "archive"),
 		Park:       b([]string{"x"}, "x", "park"),
 		Skip:       b([]string{"s"}, "s", "skip blocker"),
+		Replay:     b([]string{"R"}, "R", "replay"),
 		Pause:      b([]string{"p"}, "p", "pause/resume relay"),
 
 		Faster: b([]string{"+", "="}, "+", "refresh faster"),
@@ -62,7 +69,7 @@ func DefaultKeyMap() KeyMap {
 
 // actionKeys are the bindings that change something.
 func (k *KeyMap) actionKeys() []*key.Binding {
-	return []*key.Binding{&k.Retry, &k.ResetLease, &k.Archive, &k.Park, &k.Skip, &k.Pause}
+	return []*key.Binding{&k.Retry, &k.ResetLease, &k.Archive, &k.Park, &k.Skip, &k.Replay, &k.Pause}
 }
 
 // readOnly disables the action keys: they vanish from help and no longer match.

@@ -2,6 +2,8 @@ package tui
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -113,7 +115,11 @@ type query struct {
 
 func parseQuery(s string) (query, error) {
 	q := query{text: strings.TrimSpace(s)}
-	for _, f := range strings.Fields(s) {
+	fields, err := queryFields(s)
+	if err != nil {
+		return q, err
+	}
+	for _, f := range fields {
 		k, v, ok := strings.Cut(f, ":")
 		if ok && v != "" {
 			switch strings.ToLower(k) {
@@ -137,4 +143,34 @@ func parseQuery(s string) (query, error) {
 		q.filter.Words = append(q.filter.Words, f)
 	}
 	return q, q.filter.Validate()
+}
+
+// queryFields splits a filter at spaces; a term's value (or a bare word) in Go
+// quotes, as the Overview's jumps write them (err:"broker not available"), is one
+// field, unquoted.
+func queryFields(s string) ([]string, error) {
+	var out []string
+	for s = strings.TrimLeft(s, " \t"); s != ""; s = strings.TrimLeft(s, " \t") {
+		k, rest, _ := strings.Cut(s, ":")
+		prefix, quoted := "", s
+		if !strings.HasPrefix(s, `"`) && strings.HasPrefix(rest, `"`) && !strings.ContainsAny(k, " \t") {
+			prefix, quoted = k+":", rest
+		}
+		if strings.HasPrefix(quoted, `"`) {
+			if lit, err := strconv.QuotedPrefix(quoted); err == nil {
+				v, _ := strconv.Unquote(lit)
+				out = append(out, prefix+v)
+				s = quoted[len(lit):]
+				continue
+			}
+			return nil, fmt.Errorf("unterminated quote in %q", s)
+		}
+		end := strings.IndexAny(s, " \t")
+		if end < 0 {
+			end = len(s)
+		}
+		out = append(out, s[:end])
+		s = s[end:]
+	}
+	return out, nil
 }

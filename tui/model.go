@@ -1,6 +1,6 @@
 // Package tui is outboxtop's console: a Bubble Tea program that shows what is
 // pending, leased, failed and published, and lets an operator retry, reset leases,
-// park, skip and archive events through inspect's audited actions.
+// park, skip, archive and replay events through inspect's audited actions.
 //
 // One root Model owns the window size, the mode (normal, filter, confirm, help,
 // detail) and read-only enforcement. Loads and actions are tea.Cmds that return
@@ -79,9 +79,14 @@ type Model struct {
 	detailFrom mode
 	aggregate  aggregateModel
 	audit      auditModel
-	// blockedCursor picks a blocked aggregate in the Overview (enter opens it);
-	// blockedShown is how many the last drawing showed.
-	blockedCursor, blockedShown int
+	// archivedOn: tab 5 shows Archived rather than Published.
+	archivedOn bool
+	// overviewSel is the Overview line enter opens; overviewShown are the lines
+	// the last drawing showed that it can rest on, in screen order.
+	overviewSel   overviewTarget
+	overviewShown []overviewTarget
+	// pane is what the Overview's lower half shows (t cycles it).
+	pane overviewPane
 }
 
 // New returns the console's model. Run it with Run, or drive Update directly.
@@ -237,6 +242,8 @@ func (m *Model) stateCount(v viewID) (inspect.Count, bool) {
 		return inspect.Count{Value: c.Failed, Estimate: c.Approx.Failed}, true
 	case viewPublished:
 		return c.Published, true
+	case viewArchived:
+		return c.Archived, true
 	}
 	return inspect.Count{}, false
 }
@@ -250,11 +257,28 @@ func (m *Model) errorResolved() bool {
 
 func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = s, bad }
 
-// switchView shows view v and loads it.
+// switchView shows tab v and loads it. Tab 5 opens on Published; v switches it
+// to Archived until another tab is shown.
 func (m *Model) switchView(v viewID) tea.Cmd {
 	m.view = (v + viewCount) % viewCount
+	switch {
+	case m.view != viewPublished:
+		m.archivedOn = false
+	case m.archivedOn:
+		m.view = viewArchived
+	}
 	m.status = ""
 	return m.startLoad()
+}
+
+// toggleArchived switches tab 5 between Published and Archived.
+func (m *Model) toggleArchived() tea.Cmd {
+	if m.view.tab() != viewPublished {
+		m.setStatus("v switches tab 5 between Published and Archived: press 5 first", false)
+		return nil
+	}
+	m.archivedOn = m.view == viewPublished
+	return m.switchView(viewPublished)
 }
 
 func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
@@ -313,9 +337,11 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(msg, k.NextView):
-		return m.switchView(m.view + 1)
+		return m.switchView(m.view.tab() + 1)
 	case key.Matches(msg, k.PrevView):
-		return m.switchView(m.view - 1)
+		return m.switchView(m.view.tab() - 1)
+	case key.Matches(msg, k.Archived):
+		return m.toggleArchived()
 	case key.Matches(msg, k.JumpView):
 		return m.switchView(viewID(msg.String()[0] - '1'))
 	}

@@ -39,6 +39,11 @@ type overviewVM struct {
 	xmin              *inspect.XminHolder
 	relay             *RelayStatus
 	extras            []string
+
+	// errorKeys are failedByError's keys as stored: the filter's argument.
+	errorKeys []string
+	types     []typeVM
+	attempts  []inspect.AttemptsBucket
 }
 
 type blockedVM struct {
@@ -75,7 +80,14 @@ func newOverviewVM(s inspect.Snapshot, relay Relay, extras []Extra) overviewVM {
 	}
 	for _, g := range s.FailedByError {
 		vm.failedByError = append(vm.failedByError, inspect.Group{Key: Sanitize(g.Key), Count: g.Count})
+		vm.errorKeys = append(vm.errorKeys, g.Key)
 	}
+	for _, t := range s.ByEventType {
+		vm.types = append(vm.types, typeVM{name: Sanitize(t.EventType), raw: t.EventType,
+			ready: t.Ready, scheduled: t.Scheduled, leased: t.Leased, failed: t.Failed,
+			oldest: t.OldestPendingAge.Duration(), pending: t.Ready+t.Scheduled > 0})
+	}
+	vm.attempts = slices.Clone(s.Attempts)
 	for _, c := range s.Inbox {
 		c.Name = Sanitize(c.Name)
 		vm.inbox = append(vm.inbox, c)
@@ -249,6 +261,31 @@ func (m *Model) viewOverview(w, h int) string {
 	colW := w / 2
 	lines := joinColumns(left, right, colW, w-colW)
 
+	var sel overviewTarget
+	draw := func(mark bool) ([]string, []overviewTarget) {
+		return m.overviewSections(w, h-len(lines), func(t overviewTarget) bool { return mark && t == sel })
+	}
+	below, shown := draw(false)
+	// The cursor stays on a line in view: the first one when its line is gone.
+	if len(shown) > 0 {
+		sel = shown[0]
+		for _, t := range shown {
+			if t == m.overviewSel {
+				sel = t
+			}
+		}
+		below, _ = draw(true)
+	}
+	m.overviewShown = shown
+	return clip(append(lines, below...), w, h)
+}
+
+// overviewSections lays out the Overview's lower half in room lines: the pane's
+// sections first (by default the blocked aggregates and the error groups, what an
+// incident is about), then, in the room they leave, the breakdowns and the
+// tables. It returns the lines and the targets they show, in order.
+func (m *Model) overviewSections(w, room int, on func(overviewTarget) bool) ([]string, []overviewTarget) {
+	vm, st, now := m.overview, m.styles, m.now()
 	var blocked, failed, tables []string
 	for i, b := range vm.blocked {
 		// How long it has blocked: a failed blocker since it failed; a scheduled
@@ -264,19 +301,13 @@ func (m *Model) viewOverview(w, h int) string {
 		if b.blocker.lastError != "" {
 			s += ": " + b.blocker.lastError
 		}
-		// The cursor picks the aggregate enter opens.
-		if i == m.blockedCursor {
-			s = st.cursor.Render(fit("> "+s, w, false))
-		} else {
-			s = "  " + s
-		}
-		blocked = append(blocked, s)
+		blocked = append(blocked, cursorLine(s, on(overviewTarget{targetBlocked, i}), w, st))
 	}
 	if len(blocked) == 0 {
 		blocked = []string{st.dim.Render("  none")}
 	}
-	for _, g := range vm.failedByError {
-		failed = append(failed, fmt.Sprintf("  %5d  %s", g.Count, g.Key))
+	for i, g := range vm.failedByError {
+		failed = append(failed, cursorLine(fmt.Sprintf("%5d  %s", g.Count, g.Key), on(overviewTarget{targetError, i}), w, st))
 	}
 	failedTitle := "FAILED BY ERROR"
 	if vm.failedGroupsOf > 0 {
@@ -289,33 +320,59 @@ func (m *Model) viewOverview(w, h int) string {
 	if x := vm.xmin; x != nil {
 		tables = append(tables, st.warn.Render(fmt.Sprintf("  vacuum held back %s by %s %s (%s)", age(x.Age.Duration()), x.Kind, x.Name, x.State)))
 	}
-	below := sections(h-len(lines), st,
-		section{"BLOCKED AGGREGATES (" + num(vm.blockedCount, vm.blockedEstimate) + ")", blocked, vm.blockedCount, vm.blockedEstimate},
-		section{title: failedTitle, body: failed},
-		section{title: "TABLES", body: tables},
-	)
-	m.blockedShown = shownBlocked(below, len(vm.blocked))
-	return clip(append(lines, below...), w, h)
-}
-
-// shownBlocked counts the blocked aggregates the laid-out sections show (the
-// section may be cut short, or left out), so the cursor stays on one in view.
-func shownBlocked(lines []string, n int) int {
-	for i, l := range lines {
-		if !strings.HasPrefix(ansi.Strip(l), "BLOCKED AGGREGATES") {
-			continue
-		}
-		shown := 0
-		for _, b := range lines[i+1:] {
-			s := ansi.Strip(b)
-			if s == "" || (strings.HasPrefix(s, "  … ") && strings.HasSuffix(s, " more")) {
-				break
-			}
-			shown++
-		}
-		return min(shown, n)
+	blockedSec := section{"BLOCKED AGGREGATES (" + num(vm.blockedCount, vm.blockedEstimate) + ")", blocked, vm.blockedCount, vm.blockedEstimate}
+	failedSec := section{title: failedTitle, body: failed}
+	typesSec, attempts := m.breakdownLines(w, on)
+	tablesSec := section{title: "TABLES", body: tables}
+	// Which targets each section's lines stand for.
+	kinds := map[string]targetKind{failedSec.title: targetError}
+	if len(vm.blocked) > 0 {
+		kinds[blockedSec.title] = targetBlocked
 	}
-	return 0
+	if len(vm.types) > 0 {
+		kinds[typesSec.title] = targetType
+	}
+
+	// The pane's own sections first; what room they leave goes to the others
+	// (the attempts line before them).
+	var first, then []section
+	var lines []string
+	switch m.pane {
+	case paneIncident:
+		first, then = []section{blockedSec, failedSec}, []section{typesSec, tablesSec}
+	case paneTypes:
+		// The attempts line heads the types, without the blank line between.
+		lines, room = attempts, room-len(attempts)+1
+		first, then, attempts = []section{typesSec}, []section{failedSec}, nil
+	case paneErrors:
+		first, then = []section{failedSec}, []section{typesSec, tablesSec}
+	}
+	more, shownFirst := sections(room, st, first...)
+	rest := room - len(more)
+	if m.pane == paneTypes && len(more) > 0 {
+		more = more[1:]
+	}
+	lines = append(lines, more...)
+	var shownThen []int
+	if rest > len(attempts) {
+		more, shownThen = sections(rest-len(attempts), st, then...)
+		if len(more) > 0 {
+			lines = append(append(lines, attempts...), more...)
+		}
+	}
+	var shown []overviewTarget
+	add := func(ss []section, n []int) {
+		for i, c := range n {
+			if k, ok := kinds[ss[i].title]; ok {
+				for j := range c {
+					shown = append(shown, overviewTarget{k, j})
+				}
+			}
+		}
+	}
+	add(first, shownFirst)
+	add(then, shownThen)
+	return lines, shown
 }
 
 type section struct {
@@ -330,7 +387,7 @@ type section struct {
 // sections lays out titled sections (a blank line, the title, the body) in room
 // lines, in priority order: trailing sections that cannot show one line are left
 // out, and a section cut short ends in "… N more".
-func sections(room int, st styles, ss ...section) []string {
+func sections(room int, st styles, ss ...section) ([]string, []int) {
 	need := func(ss []section) int { // a section wants its heading and two lines
 		n := 0
 		for _, s := range ss {
@@ -341,20 +398,24 @@ func sections(room int, st styles, ss ...section) []string {
 	for len(ss) > 0 && need(ss) > room {
 		ss = ss[:len(ss)-1]
 	}
+	shown := make([]int, len(ss))
 	left := room
 	for i := range ss {
 		body := ss[i].body
+		shown[i] = len(body)
 		avail := left - 2 - need(ss[i+1:])
 		total := max(ss[i].total, int64(len(body)))
 		switch {
 		case len(body) > avail:
 			keep := max(avail-1, 0)
 			body = append(body[:keep:keep], st.dim.Render("  … "+num(total-int64(keep), ss[i].estimate)+" more"))
+			shown[i] = keep
 		case total > int64(len(body)) && len(body) < avail:
 			body = append(body[:len(body):len(body)], st.dim.Render("  … "+num(total-int64(len(body)), ss[i].estimate)+" more"))
 		case total > int64(len(body)) && len(body) > 0:
 			keep := len(body) - 1
 			body = append(body[:keep:keep], st.dim.Render("  … "+num(total-int64(keep), ss[i].estimate)+" more"))
+			shown[i] = keep
 		}
 		ss[i].body = body
 		left -= 2 + len(body)
@@ -366,7 +427,7 @@ func sections(room int, st styles, ss ...section) []string {
 			lines = append(lines, s.body...)
 		}
 	}
-	return lines
+	return lines, shown
 }
 
 func failedText(text string, n int64, st styles) string {

@@ -117,13 +117,17 @@ func (m *Model) tabsLine() string {
 	c := m.overview.counts
 	counts := [viewCount]inspect.Count{{}, {Value: c.Pending, Estimate: c.Approx.Pending}, {Value: c.Leased, Estimate: c.Approx.Leased},
 		{Value: c.Failed, Estimate: c.Approx.Failed}, c.Published, {Value: m.consumersTabCount()}}
+	titles := viewTitles
+	if m.view == viewArchived {
+		titles[viewPublished], counts[viewPublished] = listViews[viewArchived].title, c.Archived
+	}
 	// Narrower steps until the line fits: one space between tabs, then compact
 	// counts (993k), then short titles on the tabs not open. Every tab stays on
 	// screen rather than the line being cut.
 	line := func(step int) string {
 		var parts []string
-		for i, title := range viewTitles {
-			if step >= 3 && viewID(i) != m.view && viewShortTitles[i] != "" {
+		for i, title := range titles {
+			if step >= 3 && viewID(i) != m.view.tab() && viewShortTitles[i] != "" {
 				title = viewShortTitles[i]
 			}
 			s := fmt.Sprintf("%d %s", i+1, title)
@@ -138,7 +142,7 @@ func (m *Model) tabsLine() string {
 			if step >= 1 {
 				pad = "" // one space between tabs instead of two
 			}
-			if viewID(i) == m.view {
+			if viewID(i) == m.view.tab() {
 				parts = append(parts, m.styles.tabOn.Render(" "+s+pad))
 			} else {
 				parts = append(parts, m.styles.tabOff.Render(" "+s+pad))
@@ -265,6 +269,9 @@ func (m *Model) footer() string {
 		b = []key.Binding{helpOnly("any key", "close help")}
 	case modeConfirm:
 		b = []key.Binding{helpOnly("y", "confirm"), helpOnly("any other key", "cancel")}
+		if m.confirm != nil && m.confirm.action == inspect.Replay {
+			b = []key.Binding{helpOnly("y", "same ids: inboxes skip them"), helpOnly("i", "new ids: consumers apply again"), helpOnly("other", "cancel")}
+		}
 		if m.confirm != nil && m.confirm.action != "" && needsReason(m.confirm.action) {
 			b = []key.Binding{helpOnly("type", "the reason (audited)"), helpOnly("enter", "confirm"), helpOnly("esc", "cancel")}
 		}
@@ -283,15 +290,40 @@ func (m *Model) footer() string {
 		b = append([]key.Binding{helpOnly("esc", "back"), helpOnly("enter", "event detail")}, m.aggregateActions()...)
 		b = append(b, k.Help, k.Quit)
 	default:
-		if listViews[m.view] != nil {
+		if m.view.tab() == viewPublished {
+			other := "archived"
+			if m.view == viewArchived {
+				other = "published"
+			}
+			b = append(m.viewActions(), helpOnly("v", other), k.Detail, k.Filter, k.Mark, k.Help, k.MarkAll, k.Quit)
+		} else if listViews[m.view] != nil {
 			b = append(m.viewActions(), k.Detail, k.Filter, k.Mark, k.Help, k.MarkAll, k.Quit)
 		} else if m.view == viewOverview {
-			b = []key.Binding{helpOnly("tab/1-6", "views"), helpOnly("enter", "aggregate"), k.Pause, k.Help, k.Quit}
+			b = []key.Binding{helpOnly("tab/1-6", "views"), helpOnly("enter", "open"), helpOnly("t", m.pane.next()), k.Help, k.Quit}
+			if k.Pause.Enabled() && m.opts.Relay != nil {
+				what := "pause"
+				if r := m.overview.relay; r != nil && r.Paused {
+					what = "resume"
+				}
+				b = append(b, helpOnly("p", what))
+			}
 		} else {
 			b = []key.Binding{k.NextView, k.JumpView, k.Pause, k.Help, k.Quit}
 		}
 	}
 	return ansi.Truncate(m.help.ShortHelpView(b), m.width, "…")
+}
+
+// pair is two bindings on one help line ("g G  top, bottom"); a disabled one
+// (an action in read-only mode) is left out.
+func pair(a, b key.Binding) key.Binding {
+	switch {
+	case !b.Enabled():
+		return a
+	case !a.Enabled():
+		return b
+	}
+	return key.NewBinding(key.WithKeys(a.Keys()...), key.WithHelp(a.Help().Key+" "+b.Help().Key, a.Help().Desc+", "+b.Help().Desc))
 }
 
 func helpOnly(k, desc string) key.Binding {
@@ -305,7 +337,7 @@ func (m *Model) viewActions() []key.Binding {
 		return nil
 	}
 	k := m.keys
-	byAction := map[string]key.Binding{"retry": k.Retry, "reset-lease": k.ResetLease, "archive": k.Archive, "park": k.Park, "skip": k.Skip}
+	byAction := map[string]key.Binding{"retry": k.Retry, "reset-lease": k.ResetLease, "archive": k.Archive, "park": k.Park, "skip": k.Skip, "replay": k.Replay}
 	var out []key.Binding
 	for _, a := range lv.actions {
 		if b := byAction[string(a)]; b.Enabled() {
@@ -323,11 +355,12 @@ func (m *Model) helpScreen(w, h int) string {
 		title string
 		keys  []key.Binding
 	}{
-		{"VIEWS", []key.Binding{k.NextView, k.PrevView, k.JumpView}},
-		{"MOVE", []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Sort, k.Reverse}},
+		{"VIEWS", []key.Binding{k.NextView, k.PrevView, k.JumpView, k.Archived, k.Breakdowns}},
+		// Pairs on one line each: 80×24 holds every key.
+		{"MOVE", []key.Binding{pair(k.Up, k.Down), pair(k.Top, k.Bottom), pair(k.PageUp, k.PageDown), pair(k.Sort, k.Reverse)}},
 		{"CONSOLE", []key.Binding{k.AuditLog, k.Faster, k.Slower, k.Help, k.Quit}},
-		{"EVENTS", []key.Binding{k.Detail, k.Back, k.Filter, k.Mark, k.MarkAll, k.Aggregate}},
-		{"ACTIONS (each asks y/N first)", []key.Binding{k.Retry, k.ResetLease, k.Park, k.Skip, k.Archive, k.Pause}},
+		{"EVENTS", []key.Binding{k.Detail, k.Back, k.Filter, pair(k.Mark, k.MarkAll), k.Aggregate}},
+		{"ACTIONS (each asks y/N first)", []key.Binding{pair(k.Retry, k.ResetLease), pair(k.Park, k.Skip), pair(k.Archive, k.Replay), k.Pause}},
 	}
 	var extras []key.Binding
 	for _, e := range m.opts.Extras {
@@ -366,9 +399,9 @@ func (m *Model) helpScreen(w, h int) string {
 		}
 		*col = append(*col, b...)
 	}
-	right = append(right, "", m.styles.dim.Render("filter terms: type:T agg:ID aggtype:T"),
-		m.styles.dim.Render("id:HEX (start or end) err:TEXT, words"),
-		m.styles.dim.Render("Overview: enter opens a blocked"),
-		m.styles.dim.Render("aggregate, / any (agg:TYPE/ID)"))
+	if len(right)+3 <= h { // the hints go first when keys need the room
+		right = append(right, "", m.styles.dim.Render("filter: type:T agg:ID aggtype:T id:HEX"),
+			m.styles.dim.Render("err:TEXT words · Overview: enter jumps"))
+	}
 	return clip(joinColumns(left, right, w/2, w-w/2), w, h)
 }

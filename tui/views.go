@@ -25,6 +25,18 @@ const (
 	viewCount
 )
 
+// viewArchived is tab 5's other list: a key toggles Published ⇄ Archived there (a
+// seventh tab would not fit 80 columns).
+const viewArchived = viewCount
+
+// tab is the tab a view belongs to.
+func (v viewID) tab() viewID {
+	if v == viewArchived {
+		return viewPublished
+	}
+	return v
+}
+
 // listView describes a view that lists events.
 type listView struct {
 	title   string
@@ -59,8 +71,14 @@ var listViews = map[viewID]*listView{
 	viewPublished: {
 		title: "Published", state: wire.Published, desc: true,
 		sorts:   []inspect.Sort{inspect.SortPublishedAt, inspect.SortCreatedAt, inspect.SortSeq},
-		actions: []inspect.Action{inspect.Archive},
+		actions: []inspect.Action{inspect.Archive, inspect.Replay},
 		columns: []column{colID, colType, colAggregate, colTopic, colPartition, colOffset, colPublished},
+	},
+	viewArchived: {
+		title: "Archived", state: inspect.Archived, desc: true,
+		sorts:   []inspect.Sort{inspect.SortArchivedAt, inspect.SortPublishedAt, inspect.SortCreatedAt, inspect.SortSeq},
+		actions: []inspect.Action{inspect.Replay},
+		columns: []column{colID, colType, colAggregate, colPublishedOrSkipped, colArchived, colError},
 	},
 }
 
@@ -96,6 +114,10 @@ type row struct {
 	// rawType and rawID are the aggregate as stored, never drawn: the aggregate
 	// timeline's query arguments.
 	rawType, rawID string
+	// archivedAt is set for rows of the archive; replayOf names the event a
+	// replay came from.
+	archivedAt *time.Time
+	replayOf   string
 }
 
 func newRow(e inspect.Event) row {
@@ -124,6 +146,8 @@ func newRow(e inspect.Event) row {
 		offset:        e.KafkaOffset,
 		lastError:     Sanitize(e.LastError),
 		payloadBytes:  e.PayloadBytes,
+		archivedAt:    e.ArchivedAt,
+		replayOf:      Sanitize(e.ReplayOf),
 	}
 }
 
@@ -244,6 +268,15 @@ var (
 		return strconv.FormatInt(*r.offset, 10)
 	}}
 	colPublished = column{title: "PUBLISHED", width: 9, right: true, cell: func(r row, now time.Time) string { return ago(r.publishedAt, now) }}
+	colArchived  = column{title: "ARCHIVED", width: 8, right: true, cell: func(r row, now time.Time) string { return ago(r.archivedAt, now) }}
+	// colPublishedOrSkipped: an archived event was published (archive) or never
+	// was (skip).
+	colPublishedOrSkipped = column{title: "PUBLISHED", width: 9, right: true, cell: func(r row, now time.Time) string {
+		if r.publishedAt == nil {
+			return "skipped"
+		}
+		return ago(r.publishedAt, now)
+	}}
 )
 
 func ago(t *time.Time, now time.Time) string {
