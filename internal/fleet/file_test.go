@@ -1,0 +1,113 @@
+package fleet
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadReadsOutboxesAndResolvesTheirDSN(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "billing.dsn"), []byte("postgres://billing:s3cret@db2/billing\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "fleet.toml")
+	text := `poll_interval = "10s"
+
+[[outbox]]
+name = "orders"
+dsn_env = "ORDERS_DSN"
+schema = "outbox"
+brokers = ["k1:9092", "k2:9092"]
+groups = ["shipping"]
+labels = { team = "payments", tier = "1" }
+timeout = "1s"
+
+[[outbox]]
+name = "billing"
+dsn_file = "billing.dsn"
+
+[[outbox]]
+name = "search"
+dsn = "host=db3 dbname=search user=reader"
+poll_interval = "2s"
+`
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(path, env("ORDERS_DSN", "postgres://orders:pw@db1/orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Outboxes) != 3 {
+		t.Fatalf("outboxes %+v", f.Outboxes)
+	}
+	o, b, s := f.Outboxes[0], f.Outboxes[1], f.Outboxes[2]
+	if o.Name != "orders" || o.Schema != "outbox" || o.DSN() != "postgres://orders:pw@db1/orders" || len(o.Brokers) != 2 ||
+		o.Groups[0] != "shipping" || o.Labels["team"] != "payments" || o.Timeout != time.Second || o.PollInterval != 10*time.Second {
+		t.Errorf("orders %+v", o)
+	}
+	if b.DSN() != "postgres://billing:s3cret@db2/billing" || b.Schema != "public" || b.Timeout != DefaultTimeout || b.PollInterval != 10*time.Second {
+		t.Errorf("billing %+v", b)
+	}
+	if s.DSN() != "host=db3 dbname=search user=reader" || s.PollInterval != 2*time.Second {
+		t.Errorf("search %+v", s)
+	}
+	if !o.Match("orders") || !o.Match("team=payments") || o.Match("team=search") || o.Match("billing") || o.LabelString() != "team=payments,tier=1" {
+		t.Errorf("match/labels of %+v", o)
+	}
+}
+
+func TestLoadRefusesWithOneLineNamingFileAndOutbox(t *testing.T) {
+	t.Parallel()
+	getenv := env("SET", "postgres://u@h/db", "BAD", "postgres://u:hunter2@[oops")
+	for _, c := range []struct {
+		name, text string
+		want       []string // in the error
+	}{
+		{"unknown key", "[[outbox]]\nname = \"orders\"\ndns_env = \"SET\"\n", []string{`outbox "orders"`, `unknown key "dns_env"`}},
+		{"unknown top key", "pol_interval = \"1s\"\n[[outbox]]\nname = \"a\"\ndsn_env = \"SET\"\n", []string{`unknown key "pol_interval"`}},
+		{"duplicate", "[[outbox]]\nname = \"a\"\ndsn_env = \"SET\"\n[[outbox]]\nname = \"a\"\ndsn_env = \"SET\"\n", []string{`outbox "a"`, "duplicate name"}},
+		{"no dsn", "[[outbox]]\nname = \"orders\"\nschema = \"public\"\n", []string{`outbox "orders"`, "no connection string"}},
+		{"unset env", "[[outbox]]\nname = \"orders\"\ndsn_env = \"UNSET\"\n", []string{`outbox "orders"`, "UNSET is not set"}},
+		{"missing file", "[[outbox]]\nname = \"orders\"\ndsn_file = \"nope.dsn\"\n", []string{`outbox "orders"`, "dsn_file", "no such file"}},
+		{"inline password url", "[[outbox]]\nname = \"orders\"\ndsn = \"postgres://u:hunter2@h/db\"\n", []string{`outbox "orders"`, "carries a password"}},
+		{"inline password kv", "[[outbox]]\nname = \"orders\"\ndsn = \"host=h password=hunter2\"\n", []string{`outbox "orders"`, "carries a password"}},
+		{"inline password query", "[[outbox]]\nname = \"orders\"\ndsn = \"postgres://u@h/db?password=hunter2\"\n", []string{`outbox "orders"`, "carries a password"}},
+		{"two dsns", "[[outbox]]\nname = \"orders\"\ndsn = \"host=h\"\ndsn_env = \"SET\"\n", []string{`outbox "orders"`, "one of"}},
+		{"bad schema", "[[outbox]]\nname = \"orders\"\ndsn_env = \"SET\"\nschema = \"bad name\"\n", []string{`outbox "orders"`, "schema"}},
+		{"no name", "[[outbox]]\ndsn_env = \"SET\"\n", []string{"outbox #1", "name is missing"}},
+		{"bad duration", "[[outbox]]\nname = \"o\"\ndsn_env = \"SET\"\ntimeout = \"soon\"\n", []string{"duration"}},
+		{"empty", "# nothing\n", []string{"no outboxes"}},
+		{"not toml", "[[outbox]\n", []string{"fleet.toml"}},
+		{"outbox not array", "[outbox]\nname = \"o\"\n", []string{"[[outbox]]"}},
+		{"bad dsn", "[[outbox]]\nname = \"orders\"\ndsn_env = \"BAD\"\n", []string{`outbox "orders"`, "does not parse"}},
+	} {
+		path := filepath.Join(t.TempDir(), "fleet.toml")
+		_, err := Parse(path, c.text, getenv)
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, path+": ") || strings.Contains(msg, "hunter2") {
+			t.Errorf("%s: %q: want one line starting with the file, no secret", c.name, msg)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: %q lacks %q", c.name, msg, w)
+			}
+		}
+	}
+}
