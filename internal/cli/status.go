@@ -273,7 +273,6 @@ func perfBound(v *float64) string {
 	return strconv.FormatFloat(*v, 'f', -1, 64)
 }
 
-
 // withoutOwnSession drops an oldest-xmin holder that is this process's own
 // connection, or a transaction begun after the snapshot's (a relay's claim a few
 // milliseconds old, shown as "open -107ms"): neither holds back vacuum.
