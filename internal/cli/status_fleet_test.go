@@ -172,3 +172,26 @@ func TestStatusFleetRefusesBadUsage(t *testing.T) {
 		t.Errorf("error does not name file and outbox: %q", r.err)
 	}
 }
+
+func TestFleetConsoleRefusesWhatItCannotHonour(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.toml")
+	if err := os.WriteFile(bad, []byte("[[outbox]]\nname = \"orders\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fleet", bad, "--dsn", "postgres://u@h/db"}, "--dsn does not apply with --fleet"},
+		{[]string{"--fleet", bad, "--headless"}, "--headless does not apply with --fleet"},
+		{[]string{"--fleet", bad, "--batch-size", "10"}, "--batch-size does not apply with --fleet"},
+		{[]string{"--fleet", bad, "--read-only"}, `outbox "orders": no connection string`},
+	} {
+		r := run(t, nil, c.args...)
+		if r.code != ExitUsage || !strings.Contains(r.err, c.want) || strings.Count(strings.TrimSpace(r.err), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, r.code, r.err, c.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -312,6 +313,12 @@ func (m *member) read(ctx context.Context) Row {
 func reason(ctx context.Context, err error, timeout time.Duration) string {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Sprintf("no answer within %s", timeout)
+	}
+	// A network error says the address and what the system said, which is all
+	// pgx's longer text repeats.
+	var op *net.OpError
+	if errors.As(err, &op) && op.Addr != nil && op.Err != nil {
+		return fmt.Sprintf("%s: %v", op.Addr, op.Err)
 	}
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	// "failed to connect to `user=… database=…`: <cause>": the cause is the news.
