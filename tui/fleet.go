@@ -438,7 +438,9 @@ type fleetColumns struct {
 	labels bool // wide enough for a labels column
 }
 
-func (m *FleetModel) columns() fleetColumns { return fleetColumns{width: m.width, labels: m.width >= 110} }
+func (m *FleetModel) columns() fleetColumns {
+	return fleetColumns{width: m.width, labels: m.width >= 110}
+}
 
 // The fixed columns: level, outbox, publishable, its oldest, rates, failed,
 // blocked, leases; the condition takes the rest of the line.
