@@ -21,6 +21,13 @@
 //	poll_interval = "2s"                 # optional, this outbox only
 //	timeout = "1s"
 //
+// An operator key of `outboxtop serve --fleet` may be limited to some outboxes,
+// by name or label; it is read-only on the others (File.MayAct):
+//
+//	[[operator]]
+//	fingerprint = "SHA256:…"             # ssh-keygen -lf key.pub
+//	outboxes = ["orders", "team=payments"]
+//
 // The connection string comes from an environment variable (dsn_env) or a file
 // (dsn_file, relative to the fleet file), so the fleet file itself can be shared
 // and committed. An inline dsn is accepted only when it carries no password.

@@ -29,6 +29,42 @@ type File struct {
 	// Path is where it was read from.
 	Path     string
 	Outboxes []Outbox
+	// Operators limit operator keys (outboxtop serve --fleet) to some outboxes.
+	Operators []Operator
+}
+
+// Operator limits one operator key to the outboxes its selectors match (a name,
+// or a label as KEY=VALUE). A key with no Operator entry is not limited: its
+// role comes from serve's --operators file alone.
+type Operator struct {
+	// Fingerprint is the key's SHA256 fingerprint as ssh-keygen -lf prints it.
+	Fingerprint string
+	Outboxes    []string
+}
+
+// MayAct reports whether the operator key with this fingerprint may act on
+// the outbox named name: yes when the file does not limit the key, else when
+// one of its selectors matches the outbox.
+func (f *File) MayAct(fingerprint, name string) bool {
+	var o *Outbox
+	for k := range f.Outboxes {
+		if f.Outboxes[k].Name == name {
+			o = &f.Outboxes[k]
+		}
+	}
+	limited := false
+	for _, op := range f.Operators {
+		if op.Fingerprint != fingerprint {
+			continue
+		}
+		limited = true
+		for _, sel := range op.Outboxes {
+			if o != nil && o.Match(sel) {
+				return true
+			}
+		}
+	}
+	return !limited && o != nil
 }
 
 // Outbox is one outbox of the fleet.
@@ -79,6 +115,10 @@ type fileSpec struct {
 	PollInterval duration     `toml:"poll_interval"`
 	Timeout      duration     `toml:"timeout"`
 	Outbox       []outboxSpec `toml:"outbox"`
+	Operator     []struct {
+		Fingerprint string   `toml:"fingerprint"`
+		Outboxes    []string `toml:"outboxes"`
+	} `toml:"operator"`
 }
 
 type outboxSpec struct {
@@ -95,8 +135,9 @@ type outboxSpec struct {
 }
 
 var (
-	fileKeys   = []string{"poll_interval", "timeout", "outbox"}
-	outboxKeys = []string{"name", "dsn", "dsn_env", "dsn_file", "schema", "brokers", "groups", "labels", "poll_interval", "timeout"}
+	fileKeys     = []string{"poll_interval", "timeout", "outbox", "operator"}
+	operatorKeys = []string{"fingerprint", "outboxes"}
+	outboxKeys   = []string{"name", "dsn", "dsn_env", "dsn_file", "schema", "brokers", "groups", "labels", "poll_interval", "timeout"}
 )
 
 // duration reads "5s", "1m30s".
@@ -178,6 +219,20 @@ func parse(path, text string, getenv func(string) string) (*File, error) {
 		seen[o.Name] = true
 		f.Outboxes = append(f.Outboxes, o)
 	}
+	for k, op := range spec.Operator {
+		if !strings.HasPrefix(op.Fingerprint, "SHA256:") || len(op.Fingerprint) < 20 {
+			return nil, fmt.Errorf("operator #%d: fingerprint: the key's SHA256:… fingerprint, as ssh-keygen -lf prints it", k+1)
+		}
+		if len(op.Outboxes) == 0 {
+			return nil, fmt.Errorf("operator %s: outboxes: name the outboxes (or KEY=VALUE labels) the key may act on", op.Fingerprint)
+		}
+		for _, sel := range op.Outboxes {
+			if _, _, isLabel := strings.Cut(sel, "="); !isLabel && !seen[sel] {
+				return nil, fmt.Errorf("operator %s: no outbox %q in this file", op.Fingerprint, sel)
+			}
+		}
+		f.Operators = append(f.Operators, Operator{Fingerprint: op.Fingerprint, Outboxes: op.Outboxes})
+	}
 	return f, nil
 }
 
@@ -185,6 +240,17 @@ func unknownKeys(generic map[string]any) error {
 	for k := range generic {
 		if !slices.Contains(fileKeys, k) {
 			return fmt.Errorf("unknown key %q (known: %s)", k, strings.Join(fileKeys, ", "))
+		}
+	}
+	ops, _ := generic["operator"].([]map[string]any)
+	if generic["operator"] != nil && ops == nil {
+		return errors.New(`"operator" must be an array of tables: write [[operator]]`)
+	}
+	for k, o := range ops {
+		for key := range o {
+			if !slices.Contains(operatorKeys, key) {
+				return fmt.Errorf("operator #%d: unknown key %q (known: %s)", k+1, key, strings.Join(operatorKeys, ", "))
+			}
 		}
 	}
 	list, _ := generic["outbox"].([]map[string]any)

@@ -111,3 +111,55 @@ func TestLoadRefusesWithOneLineNamingFileAndOutbox(t *testing.T) {
 		}
 	}
 }
+
+func TestOperatorsLimitKeysToOutboxes(t *testing.T) {
+	t.Parallel()
+	text := `[[outbox]]
+name = "orders"
+dsn_env = "SET"
+labels = { team = "payments" }
+[[outbox]]
+name = "billing"
+dsn_env = "SET"
+labels = { team = "payments" }
+[[outbox]]
+name = "search"
+dsn_env = "SET"
+[[operator]]
+fingerprint = "SHA256:onlyorders0000000000000000"
+outboxes = ["orders"]
+[[operator]]
+fingerprint = "SHA256:payments00000000000000000"
+outboxes = ["team=payments"]
+`
+	f, err := Parse("fleet.toml", text, env("SET", "host=h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		fp, outbox string
+		want       bool
+	}{
+		{"SHA256:onlyorders0000000000000000", "orders", true},
+		{"SHA256:onlyorders0000000000000000", "billing", false},
+		{"SHA256:onlyorders0000000000000000", "search", false},
+		{"SHA256:payments00000000000000000", "billing", true},
+		{"SHA256:payments00000000000000000", "search", false},
+		{"SHA256:unlimited0000000000000000", "search", true},
+		{"SHA256:unlimited0000000000000000", "nope", false},
+	} {
+		if got := f.MayAct(c.fp, c.outbox); got != c.want {
+			t.Errorf("MayAct(%s, %s) = %v, want %v", c.fp, c.outbox, got, c.want)
+		}
+	}
+	for _, bad := range []string{
+		"[[operator]]\nfingerprint = \"abc\"\noutboxes = [\"orders\"]\n",
+		"[[operator]]\nfingerprint = \"SHA256:onlyorders0000000000000000\"\n",
+		"[[operator]]\nfingerprint = \"SHA256:onlyorders0000000000000000\"\noutboxes = [\"ordrs\"]\n",
+		"[[operator]]\nfingerprint = \"SHA256:onlyorders0000000000000000\"\noutboxes = [\"orders\"]\nkey = \"x\"\n",
+	} {
+		if _, err := Parse("fleet.toml", "[[outbox]]\nname = \"orders\"\ndsn_env = \"SET\"\n"+bad, env("SET", "host=h")); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("accepted or not one line: %q: %v", bad, err)
+		}
+	}
+}
