@@ -1,12 +1,19 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/outboxtop/outboxtop/internal/testenv"
 )
@@ -193,5 +200,67 @@ func TestFleetConsoleRefusesWhatItCannotHonour(t *testing.T) {
 		if r.code != ExitUsage || !strings.Contains(r.err, c.want) || strings.Count(strings.TrimSpace(r.err), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, r.code, r.err, c.want)
 		}
+	}
+}
+
+func TestServeFleetGivesFleetStatusWithoutATerminal(t *testing.T) {
+	t.Parallel()
+	path, env := fleetFile(t)
+	dir := t.TempDir()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := gossh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authorized := filepath.Join(dir, "authorized_keys")
+	if err := os.WriteFile(authorized, gossh.MarshalAuthorizedKey(key.PublicKey()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &logWatch{changed: make(chan struct{})}
+	exited := make(chan int, 1)
+	go func() {
+		exited <- Run(ctx, []string{"serve", "--ssh-addr", "127.0.0.1:0", "--host-key", filepath.Join(dir, "host_key"),
+			"--authorized-keys", authorized, "--fleet", path}, IO{
+			In: strings.NewReader(""), Out: &bytes.Buffer{}, Err: logs, Getenv: func(k string) string { return env[k] },
+		})
+	}()
+	addr := logs.waitMatch(t, regexp.MustCompile(`serving the fleet console over SSH" addr=(\S+)`), exited)
+	client, err := gossh.Dial("tcp", addr, &gossh.ClientConfig{
+		User: "oncall", Auth: []gossh.AuthMethod{gossh.PublicKeys(key)},
+		HostKeyCallback: gossh.InsecureIgnoreHostKey(), // the host key is not what this test checks
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	sess, err := client.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := sess.Output("")
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "OUTBOXTOP UNKNOWN - 3 outboxes, UNKNOWN search, WARNING billing, OK orders") ||
+		!strings.HasPrefix(lines[1], "UNKNOWN  search: unreachable: ") {
+		t.Errorf("fleet status over SSH:\n%s", out)
+	}
+	cancel()
+	select {
+	case code := <-exited:
+		if code != ExitOK {
+			t.Errorf("exit %d:\n%s", code, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve --fleet did not stop after its context ended")
+	}
+	if r := run(t, nil, "serve", "--fleet", path, "--host-key", filepath.Join(dir, "h2"), "--authorized-keys", authorized, "--dsn", "postgres://u@h/db"); r.code != ExitUsage || !strings.Contains(r.err, "--dsn does not apply with --fleet") {
+		t.Errorf("serve --fleet --dsn: exit %d, %q", r.code, r.err)
 	}
 }
