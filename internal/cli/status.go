@@ -115,7 +115,7 @@ func status(ctx context.Context, args []string, io IO) error {
 	}
 	if *fleetFile != "" {
 		for _, name := range []string{"dsn", "schema", "brokers"} {
-			if fs.Changed(name) {
+			if fs.Changed(name) && io.Getenv(EnvName(name)) == "" {
 				return usagef("--%s and --fleet: the fleet file names each outbox's database and schema", name)
 			}
 		}
