@@ -8,6 +8,7 @@ require (
 	charm.land/lipgloss/v2 v2.1.0
 	charm.land/ssh v0.4.3
 	charm.land/wish/v2 v2.0.5
+	github.com/BurntSushi/toml v1.6.0
 	github.com/VictoriaMetrics/metricsql v0.87.3
 	github.com/charmbracelet/colorprofile v0.4.3
 	github.com/charmbracelet/x/ansi v0.11.9

@@ -487,4 +487,16 @@ func (m *Model) runExtra(e Extra) tea.Cmd {
 	}
 }
 
+// escIdle: esc would do nothing here (no prompt, detail, timeline, filter or
+// marks to leave), so a fleet console may take it to mean "back to the fleet".
+func (m *Model) escIdle() bool {
+	if m.mode != modeNormal {
+		return false
+	}
+	if t := m.tables[m.view]; t != nil && (len(t.markOrder) > 0 || m.filters[m.view].text != "") {
+		return false
+	}
+	return true
+}
+
 var _ tea.Model = (*Model)(nil)

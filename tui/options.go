@@ -11,6 +11,9 @@ import (
 
 // Options configure the console.
 type Options struct {
+	// Name names the outbox in the header (the fleet console sets it); empty
+	// for a console on one outbox.
+	Name string
 	// Inspector reads the outbox and performs the actions. Required. A read-only
 	// Inspector makes the console read-only.
 	Inspector *inspect.Inspector

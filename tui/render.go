@@ -81,7 +81,11 @@ func (m *Model) bannerText() string {
 
 func (m *Model) headerLine() string {
 	st := m.styles
-	left := st.title.Render("outboxtop") + " · schema " + m.opts.Inspector.Schema()
+	left := st.title.Render("outboxtop")
+	if m.opts.Name != "" {
+		left += " · " + st.title.Render(Sanitize(m.opts.Name)) + " (esc: fleet)"
+	}
+	left += " · schema " + m.opts.Inspector.Schema()
 	switch r := m.overview.relay; {
 	case m.opts.Relay == nil:
 		left += " · relay off"

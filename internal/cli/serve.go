@@ -34,6 +34,7 @@ type serveFlags struct {
 	metrics        string
 	log            logFlags
 	lag            lagFlags
+	fleet          string
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
@@ -45,6 +46,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxPerKey, "max-sessions-per-key", 4, "sessions one key may hold open at once (0: no limit)")
 	fs.BoolVar(&f.noRelay, "no-relay", false, "do not embed a relay: the consoles only watch")
 	fs.BoolVar(&f.readOnly, "read-only", false, "every session is read-only, operators included")
+	fs.StringVar(&f.fleet, "fleet", "", "serve the fleet console over every outbox of this fleet file (no relay; [[operator]] tables limit operator keys to some outboxes)")
 	f.log.register(fs)
 	f.db.register(fs)
 	f.relay.register(fs)
@@ -73,6 +75,9 @@ func runServe(ctx context.Context, args []string, io IO) error {
 		return usagef("--idle-timeout must not be negative")
 	case f.maxPerKey < 0:
 		return usagef("--max-sessions-per-key must not be negative")
+	}
+	if f.fleet != "" {
+		return serveFleet(ctx, fs, &f, io)
 	}
 	if err := f.retain.check(); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
+	"github.com/outboxtop/outboxtop/internal/fleet"
 	"github.com/outboxtop/outboxtop/tui"
 	"github.com/outboxtop/outboxtop/wire"
 )
@@ -45,12 +46,7 @@ type statusCheck struct {
 
 // statusThreshold is one checked value with its warning and critical bounds (null:
 // no bound at that level). A value strictly greater than a bound crosses it.
-type statusThreshold struct {
-	Name     string   `json:"name"`
-	Value    float64  `json:"value"`
-	Warning  *float64 `json:"warning"`
-	Critical *float64 `json:"critical"`
-}
+type statusThreshold = fleet.Threshold
 
 // Status exit codes follow the monitoring-plugin convention (Nagios, Icinga,
 // Sensu, Checkmk): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN. Bad usage of status
@@ -86,6 +82,7 @@ func status(ctx context.Context, args []string, io IO) error {
 	critBlocked := fs.Int64("crit-blocked", -1, "CRITICAL when more than this many aggregates are blocked (-1: no check)")
 	maxOldest := fs.Duration("max-oldest", 0, "CRITICAL when the oldest pending event (ready or scheduled, from created_at) is older than this (0: no check)")
 	maxFailed := fs.Int64("max-failed", -1, "CRITICAL when more than this many events are failed (-1: no check; the older name of --crit-failed)")
+	fleetFile := fs.String("fleet", "", "check every outbox of this fleet file (TOML; see README \"Running many outboxes\"): one line each, the worst level wins")
 	var kafka relayFlags
 	kafka.registerKafka(fs)
 	var lag lagFlags
@@ -115,6 +112,19 @@ func status(ctx context.Context, args []string, io IO) error {
 	}
 	if err := lt.validate(); err != nil {
 		return err
+	}
+	if *fleetFile != "" {
+		for _, name := range []string{"dsn", "schema", "brokers"} {
+			if fs.Changed(name) && io.Getenv(EnvName(name)) == "" {
+				return usagef("--%s and --fleet: the fleet file names each outbox's database and schema", name)
+			}
+		}
+		if lt.set() {
+			return usagef("consumer lag thresholds are not checked with --fleet yet")
+		}
+		th := fleet.Thresholds{WarnOldest: *warnOldest, CritOldest: *critOldest, WarnFailed: *warnFailed, CritFailed: *critFailed,
+			WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest}
+		return statusFleet(ctx, *fleetFile, th, *asJSON, io)
 	}
 	if err := kafka.resolveKafka(io); err != nil {
 		return err
@@ -158,49 +168,22 @@ func status(ctx context.Context, args []string, io IO) error {
 		consumers = &r
 	}
 
-	check := statusCheck{Crossed: []string{}, Thresholds: []statusThreshold{}}
-	level := 0
-	checkValue := func(name, shown string, v float64, warn, crit *float64) {
-		check.Thresholds = append(check.Thresholds, statusThreshold{name, v, warn, crit})
-		switch {
-		case crit != nil && v > *crit:
-			check.Crossed = append(check.Crossed, fmt.Sprintf("%s %s > %s", name, shown, formatBound(name, *crit)))
-			level = max(level, ExitCritical)
-		case warn != nil && v > *warn:
-			check.Crossed = append(check.Crossed, fmt.Sprintf("%s %s > %s", name, shown, formatBound(name, *warn)))
-			level = max(level, ExitWarning)
-		}
-	}
-	durBound := func(d time.Duration) *float64 {
-		if d <= 0 {
-			return nil
-		}
-		v := d.Seconds()
-		return &v
-	}
-	countBound := func(n int64) *float64 {
-		if n < 0 {
-			return nil
-		}
-		v := float64(n)
-		return &v
-	}
-	checkValue("oldest publishable", publishable.String(), publishable.Duration().Seconds(), durBound(*warnOldest), durBound(*critOldest))
-	checkValue("failed", fmt.Sprint(s.Counts.Failed), float64(s.Counts.Failed), countBound(*warnFailed), countBound(*critFailed))
-	checkValue("blocked", fmt.Sprint(s.Blocked.Count), float64(s.Blocked.Count), countBound(*warnBlocked), countBound(*critBlocked))
+	th := fleet.Thresholds{WarnOldest: *warnOldest, CritOldest: *critOldest, WarnFailed: *warnFailed, CritFailed: *critFailed,
+		WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest}
+	verdict := th.Check(s, publishable)
+	check := statusCheck{}
 	if *maxOldest > 0 {
-		check.MaxOldestSeconds = durBound(*maxOldest)
-		checkValue("oldest pending", s.OldestPendingAge.String(), s.OldestPendingAge.Duration().Seconds(), nil, check.MaxOldestSeconds)
+		v := maxOldest.Seconds()
+		check.MaxOldestSeconds = &v
 	}
 	if *maxFailed >= 0 {
 		check.MaxFailed = maxFailed
 	}
 	if consumers != nil {
-		lt.check(*consumers, checkValue, func(what string) {
-			check.Crossed = append(check.Crossed, what)
-			level = max(level, ExitWarning)
-		})
+		lt.check(*consumers, verdict.Value, func(what string) { verdict.Note(what, fleet.Warning) })
 	}
+	check.Crossed, check.Thresholds = verdict.Crossed, verdict.Thresholds
+	level := int(verdict.Level)
 	check.Level = levelNames[level]
 	check.Healthy = level == 0
 	summary := statusSummary(check, s, publishable, consumers)
@@ -288,13 +271,6 @@ func perfBound(v *float64) string {
 		return ""
 	}
 	return strconv.FormatFloat(*v, 'f', -1, 64)
-}
-
-func formatBound(name string, v float64) string {
-	if strings.HasPrefix(name, "oldest") {
-		return time.Duration(v * float64(time.Second)).String()
-	}
-	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // withoutOwnSession drops an oldest-xmin holder that is this process's own

@@ -51,6 +51,10 @@ type Config struct {
 	// (modification time or size); a change ends the sessions of keys no longer
 	// listed. Default 2 s; ReloadKeys does the same at once (serve: SIGHUP).
 	KeysPollInterval time.Duration
+	// Fleet, when set, makes every console session the fleet console
+	// (outboxtop serve --fleet): Console's Inspector and ReadOnlyInspector are
+	// then not used and may be nil.
+	Fleet *Fleet
 	// ShutdownGrace bounds how long open sessions get to close when the server
 	// stops (default 5 s); connections still open then are cut.
 	ShutdownGrace time.Duration
@@ -85,7 +89,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HostKeyPath == "" {
 		return nil, errors.New("a host key path is required")
 	}
-	if cfg.Console.Inspector == nil || cfg.ReadOnlyInspector == nil || !cfg.ReadOnlyInspector.IsReadOnly() {
+	if cfg.Fleet != nil && (cfg.Fleet.Source == nil || cfg.Fleet.Open == nil) {
+		return nil, errors.New("a fleet needs its rows and a way to open an outbox")
+	}
+	if cfg.Fleet == nil && (cfg.Console.Inspector == nil || cfg.ReadOnlyInspector == nil || !cfg.ReadOnlyInspector.IsReadOnly()) {
 		return nil, errors.New("an inspector and a read-only inspector are required")
 	}
 	if cfg.Status == nil {
@@ -100,7 +107,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.KeysPollInterval <= 0 {
 		cfg.KeysPollInterval = 2 * time.Second
 	}
-	if cfg.Console.Snapshots == nil {
+	if cfg.Console.Snapshots == nil && cfg.Fleet == nil {
 		refresh := cfg.Console.Refresh
 		if refresh <= 0 {
 			refresh = time.Second

@@ -70,23 +70,13 @@ func (s *Server) handle(sess ssh.Session) {
 		return
 	}
 
-	opts := s.cfg.Console
-	opts.ReadOnly = opts.ReadOnly || id.Role != Operator
-	if opts.ReadOnly {
-		opts.Inspector = s.cfg.ReadOnlyInspector
-	}
-	opts.Actor = id.Actor()
-	opts.Context = ctx
-	if opts.Relay != nil && !opts.ReadOnly {
-		opts.Relay = AuditedRelay{Relay: opts.Relay, Inspector: opts.Inspector, Actor: opts.Actor, Context: ctx, Logger: log}
-	}
 	act := newActivity()
 	sizes := make(chan tui.Size)
 	go forwardSizes(ctx, winch, sizes, act)
 	if s.cfg.IdleTimeout > 0 {
 		go watchIdle(ctx, cancel, act, s.cfg.IdleTimeout)
 	}
-	opts.Terminal = &tui.Terminal{
+	terminal := &tui.Terminal{
 		In:      activityReader{sess, act},
 		Out:     sess,
 		Environ: append(sess.Environ(), "TERM="+pty.Term),
@@ -96,7 +86,22 @@ func (s *Server) handle(sess ssh.Session) {
 	}
 	log.Info("console session opened", "term", tui.Sanitize(pty.Term), "width", pty.Window.Width, "height", pty.Window.Height)
 	start := time.Now()
-	err = tui.Run(opts)
+	if s.cfg.Fleet != nil {
+		err = tui.RunFleet(s.fleetOptions(ctx, id, terminal))
+	} else {
+		opts := s.cfg.Console
+		opts.ReadOnly = opts.ReadOnly || id.Role != Operator
+		if opts.ReadOnly {
+			opts.Inspector = s.cfg.ReadOnlyInspector
+		}
+		opts.Actor = id.Actor()
+		opts.Context = ctx
+		if opts.Relay != nil && !opts.ReadOnly {
+			opts.Relay = AuditedRelay{Relay: opts.Relay, Inspector: opts.Inspector, Actor: opts.Actor, Context: ctx, Logger: log}
+		}
+		opts.Terminal = terminal
+		err = tui.Run(opts)
+	}
 
 	code := 0
 	why := context.Cause(ctx)

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/fleet"
+	"github.com/outboxtop/outboxtop/tui"
+)
+
+// fleetConsoleFlags are the console flags that apply with --fleet; any other
+// set on the command line is refused (the fleet console embeds no relay, and
+// each outbox's connection comes from the fleet file).
+var fleetConsoleFlags = map[string]bool{"fleet": true, "read-only": true, "actor": true, "no-relay": true}
+
+// runFleetConsole is `outboxtop --fleet FILE`: the fleet table, and each
+// outbox's console on enter, read-only when --read-only.
+func runFleetConsole(ctx context.Context, fs *pflag.FlagSet, c *consoleFlags, io IO) error {
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		if err == nil && !fleetConsoleFlags[f.Name] && io.Getenv(EnvName(f.Name)) == "" {
+			err = usagef("--%s does not apply with --fleet: the fleet console runs no relay and takes each outbox's database from the fleet file", f.Name)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	f, err := fleet.Load(c.fleet, io.Getenv)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	p, err := fleet.NewPoller(f, fleet.Config{})
+	if err != nil {
+		return usagef("%v", err)
+	}
+	defer p.Close()
+	actor := c.actor
+	if actor == "" {
+		actor = inspect.DefaultActor(io.Getenv)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	polled := make(chan struct{})
+	go func() { defer close(polled); p.Run(ctx) }()
+	defer func() { stop(); <-polled }()
+	return tui.RunFleet(tui.FleetOptions{
+		Source:  p,
+		Title:   filepath.Base(c.fleet),
+		Context: ctx,
+		Open:    openFleetOutbox(p, c.readOnly, actor),
+	})
+}
+
+// openFleetOutbox opens an outbox's console on a pool of its own (the
+// poller's stay small and the poller's).
+func openFleetOutbox(p *fleet.Poller, readOnly bool, actor string) func(context.Context, string) (tui.Options, func(), error) {
+	return func(ctx context.Context, name string) (tui.Options, func(), error) {
+		pool, o, err := p.Open(ctx, name, 4)
+		if err != nil {
+			return tui.Options{}, nil, err
+		}
+		var opts []inspect.Option
+		if readOnly {
+			opts = append(opts, inspect.ReadOnly())
+		}
+		in, err := inspect.New(pool, o.Schema, opts...)
+		if err != nil {
+			pool.Close()
+			return tui.Options{}, nil, err
+		}
+		return tui.Options{Inspector: in, ReadOnly: readOnly, Actor: actor, Name: name}, pool.Close, nil
+	}
+}

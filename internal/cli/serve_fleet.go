@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/pflag"
+
+	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/fleet"
+	"github.com/outboxtop/outboxtop/internal/sshconsole"
+	"github.com/outboxtop/outboxtop/tui"
+)
+
+// serveFleetFlags are serve's flags that apply with --fleet.
+var serveFleetFlags = map[string]bool{"fleet": true, "ssh-addr": true, "host-key": true, "authorized-keys": true, "operators": true,
+	"idle-timeout": true, "max-sessions-per-key": true, "no-relay": true, "read-only": true, "log-format": true, "log-level": true}
+
+// serveFleet is `outboxtop serve --fleet FILE`: the fleet console over SSH.
+// One poller serves every session; each outbox opened from the fleet gets one
+// pool, shared by the sessions that open it.
+func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) error {
+	var err error
+	fs.Visit(func(fl *pflag.Flag) {
+		if err == nil && !serveFleetFlags[fl.Name] && sio.Getenv(EnvName(fl.Name)) == "" {
+			err = usagef("--%s does not apply with --fleet: serve --fleet runs no relay and takes each outbox's database from the fleet file", fl.Name)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	logger, err := f.log.logger(sio.Err)
+	if err != nil {
+		return err
+	}
+	file, err := fleet.Load(f.fleet, sio.Getenv)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	p, err := fleet.NewPoller(file, fleet.Config{})
+	if err != nil {
+		return usagef("%v", err)
+	}
+	defer p.Close()
+	pools := &fleetPools{poller: p, pools: map[string]*pgxpool.Pool{}}
+	defer pools.close()
+	srv, err := sshconsole.New(sshconsole.Config{
+		HostKeyPath:        f.hostKey,
+		AuthorizedKeysPath: f.authorizedKeys,
+		OperatorsPath:      f.operators,
+		IdleTimeout:        f.idleTimeout,
+		MaxSessionsPerKey:  f.maxPerKey,
+		Console:            tui.Options{ReadOnly: f.readOnly},
+		Fleet: &sshconsole.Fleet{
+			Source: p,
+			Title:  filepath.Base(f.fleet),
+			Open:   pools.open,
+			MayAct: file.MayAct,
+		},
+		Status: func(_ context.Context, w io.Writer) error {
+			rows := p.Rows()
+			level := fleet.OK
+			for _, r := range rows {
+				level = max(level, r.Level)
+			}
+			fmt.Fprintln(w, fleetSummary(level, rows))
+			for _, r := range rows {
+				r.Reason = tui.Sanitize(r.Reason)
+				fmt.Fprintln(w, fleetLine(r))
+			}
+			return nil
+		},
+		Logger: logger,
+	})
+	if err != nil {
+		return usagef("%v", err)
+	}
+	// A first poll before the first session: nobody sees a fleet of "polling…".
+	p.Poll(ctx)
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return fmt.Errorf("--ssh-addr: %w", err)
+	}
+	logger.Info("serving the fleet console over SSH", "addr", ln.Addr().String(), "host_key", srv.HostKeyFingerprint(),
+		"fleet", f.fleet, "outboxes", len(file.Outboxes), "read_only", f.readOnly)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Go(func() { p.Run(ctx) })
+	defer wg.Wait()
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				logger.Info("SIGHUP: reloading the key files")
+				srv.ReloadKeys()
+			}
+		}
+	})
+	err = srv.Serve(ctx, ln)
+	logger.Info("SSH server stopped")
+	return err
+}
+
+// fleetPools are the pools of the outboxes opened over SSH, one per outbox.
+type fleetPools struct {
+	poller *fleet.Poller
+	mu     sync.Mutex
+	pools  map[string]*pgxpool.Pool
+}
+
+func (f *fleetPools) open(ctx context.Context, name string, operator bool) (tui.Options, func(), error) {
+	f.mu.Lock()
+	pool, schema := f.pools[name], ""
+	f.mu.Unlock()
+	for _, o := range f.poller.Outboxes() {
+		if o.Name == name {
+			schema = o.Schema
+		}
+	}
+	if pool == nil {
+		np, _, err := f.poller.Open(ctx, name, 8)
+		if err != nil {
+			return tui.Options{}, nil, err
+		}
+		f.mu.Lock()
+		if pool = f.pools[name]; pool == nil {
+			f.pools[name], pool = np, np
+		} else {
+			np.Close() // another session opened it meanwhile
+		}
+		f.mu.Unlock()
+	}
+	var opts []inspect.Option
+	if !operator {
+		opts = append(opts, inspect.ReadOnly())
+	}
+	in, err := inspect.New(pool, schema, opts...)
+	if err != nil {
+		return tui.Options{}, nil, err
+	}
+	return tui.Options{Inspector: in}, nil, nil
+}
+
+func (f *fleetPools) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.pools {
+		p.Close()
+	}
+}

@@ -1,0 +1,125 @@
+package fleet
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/outboxtop/outboxtop/inspect"
+)
+
+// Level is a check-plugin level; its value is the plugin's exit code.
+type Level int
+
+// The check-plugin levels (Nagios, Icinga, Sensu, Checkmk).
+const (
+	OK Level = iota
+	Warning
+	Critical
+	Unknown
+)
+
+var levelNames = [...]string{"OK", "WARNING", "CRITICAL", "UNKNOWN"}
+
+func (l Level) String() string {
+	if l < OK || l > Unknown {
+		return "UNKNOWN"
+	}
+	return levelNames[l]
+}
+
+// MarshalText writes the level's name.
+func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// Thresholds are `outboxtop status`'s bounds. A zero duration or a negative count
+// is no check at that level. DefaultThresholds are status's defaults.
+type Thresholds struct {
+	WarnOldest, CritOldest time.Duration // oldest publishable
+	WarnFailed, CritFailed int64
+	WarnBlocked            int64
+	CritBlocked            int64
+	MaxOldest              time.Duration // CRITICAL past it: oldest pending (legacy --max-oldest)
+}
+
+// DefaultThresholds are `outboxtop status`'s defaults: WARNING past a minute of
+// publishable lag or with any failed event or blocked aggregate, CRITICAL past
+// five minutes of lag.
+func DefaultThresholds() Thresholds {
+	return Thresholds{WarnOldest: time.Minute, CritOldest: 5 * time.Minute, WarnFailed: 0, CritFailed: -1, WarnBlocked: 0, CritBlocked: -1}
+}
+
+// Threshold is one checked value with its warning and critical bounds (nil: no
+// bound at that level). A value strictly greater than a bound crosses it.
+type Threshold struct {
+	Name     string   `json:"name"`
+	Value    float64  `json:"value"`
+	Warning  *float64 `json:"warning"`
+	Critical *float64 `json:"critical"`
+}
+
+// Check is a verdict under construction: the worst level reached, what crossed
+// a bound, and every value checked.
+type Check struct {
+	Level      Level
+	Crossed    []string
+	Thresholds []Threshold
+}
+
+// Value checks v (shown as shown) against warn and crit.
+func (c *Check) Value(name, shown string, v float64, warn, crit *float64) {
+	c.Thresholds = append(c.Thresholds, Threshold{name, v, warn, crit})
+	switch {
+	case crit != nil && v > *crit:
+		c.Crossed = append(c.Crossed, fmt.Sprintf("%s %s > %s", name, shown, FormatBound(name, *crit)))
+		c.Level = max(c.Level, Critical)
+	case warn != nil && v > *warn:
+		c.Crossed = append(c.Crossed, fmt.Sprintf("%s %s > %s", name, shown, FormatBound(name, *warn)))
+		c.Level = max(c.Level, Warning)
+	}
+}
+
+// Note records a condition without a value (a consumer group's lag that could
+// not be read) at level l.
+func (c *Check) Note(what string, l Level) {
+	c.Crossed = append(c.Crossed, what)
+	c.Level = max(c.Level, l)
+}
+
+// FormatBound prints a bound as the crossed text shows it: a duration for the
+// "oldest …" values, a number otherwise.
+func FormatBound(name string, v float64) string {
+	if strings.HasPrefix(name, "oldest") {
+		return time.Duration(v * float64(time.Second)).String()
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// Check applies the thresholds to a snapshot and the oldest publishable age
+// (inspect.Inspector.OldestPublishableAge).
+func (t Thresholds) Check(s inspect.Snapshot, publishable inspect.Age) *Check {
+	c := &Check{Crossed: []string{}, Thresholds: []Threshold{}}
+	c.Value("oldest publishable", publishable.String(), publishable.Duration().Seconds(), durBound(t.WarnOldest), durBound(t.CritOldest))
+	c.Value("failed", fmt.Sprint(s.Counts.Failed), float64(s.Counts.Failed), countBound(t.WarnFailed), countBound(t.CritFailed))
+	c.Value("blocked", fmt.Sprint(s.Blocked.Count), float64(s.Blocked.Count), countBound(t.WarnBlocked), countBound(t.CritBlocked))
+	if t.MaxOldest > 0 {
+		c.Value("oldest pending", s.OldestPendingAge.String(), s.OldestPendingAge.Duration().Seconds(), nil, durBound(t.MaxOldest))
+	}
+	return c
+}
+
+func durBound(d time.Duration) *float64 {
+	if d <= 0 {
+		return nil
+	}
+	v := d.Seconds()
+	return &v
+}
+
+func countBound(n int64) *float64 {
+	if n < 0 {
+		return nil
+	}
+	v := float64(n)
+	return &v
+}

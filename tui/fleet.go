@@ -1,0 +1,513 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/outboxtop/outboxtop/internal/fleet"
+)
+
+// FleetSource supplies the fleet's rows, worst first; *fleet.Poller is one.
+// Rows must be quick: it is read on every refresh, from memory.
+type FleetSource interface {
+	Rows() []fleet.Row
+}
+
+// FleetOptions configure the fleet console: one row per outbox, enter opens
+// that outbox's console, esc comes back.
+type FleetOptions struct {
+	// Source supplies the rows. Required.
+	Source FleetSource
+	// Title names the fleet in the header (the fleet file).
+	Title string
+	// Open makes the console of the outbox named name: its Options (Inspector
+	// required) and what to call when the operator leaves it. It runs off the UI
+	// loop, bounded by ctx. Required.
+	Open func(ctx context.Context, name string) (Options, func(), error)
+	// Refresh is how often the rows are read again (default 1 s).
+	Refresh time.Duration
+	// Context bounds everything (default context.Background()).
+	Context context.Context
+	// Terminal: as in Options.
+	Terminal *Terminal
+}
+
+// FleetModel is the fleet console's root model. While an outbox's console is
+// open it owns the screen and every key but the esc that leaves it.
+type FleetModel struct {
+	opts          FleetOptions
+	styles        styles
+	help          help.Model
+	keys          KeyMap
+	width, height int
+
+	rows     []fleet.Row // all of them, worst first
+	shown    []fleet.Row // those the filter keeps
+	selected string      // the outbox under the cursor, kept across re-sorts
+	cursor   int
+
+	filter      string
+	filtering   bool
+	filterInput []rune
+
+	status    string
+	statusBad bool
+	opening   string
+
+	// inner is the open outbox's console; gen tells its messages from those of
+	// one closed before.
+	inner      *Model
+	innerName  string
+	innerClose func()
+	innerStop  context.CancelFunc
+	gen        int
+}
+
+// NewFleet returns the fleet console's model.
+func NewFleet(opts FleetOptions) *FleetModel {
+	if opts.Refresh <= 0 {
+		opts.Refresh = time.Second
+	}
+	if opts.Context == nil {
+		opts.Context = context.Background()
+	}
+	m := &FleetModel{opts: opts, styles: newStyles(), help: help.New(), keys: DefaultKeyMap()}
+	m.setRows(opts.Source.Rows())
+	return m
+}
+
+type fleetTickMsg struct{}
+
+// fleetOpenedMsg is an outbox's console, ready (or why not).
+type fleetOpenedMsg struct {
+	name  string
+	opts  Options
+	close func()
+	err   error
+}
+
+// innerMsg is a message of the open console generation gen.
+type innerMsg struct {
+	gen int
+	msg tea.Msg
+}
+
+// Init starts the refresh.
+func (m *FleetModel) Init() tea.Cmd { return m.tick() }
+
+func (m *FleetModel) tick() tea.Cmd {
+	return tea.Tick(m.opts.Refresh, func(time.Time) tea.Msg { return fleetTickMsg{} })
+}
+
+// Update handles one message.
+func (m *FleetModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.SetWidth(msg.Width)
+		if m.inner != nil {
+			_, cmd := m.inner.Update(msg)
+			return m, m.wrap(cmd)
+		}
+		return m, nil
+	case fleetTickMsg:
+		m.setRows(m.opts.Source.Rows())
+		return m, m.tick()
+	case fleetOpenedMsg:
+		return m, m.opened(msg)
+	case innerMsg:
+		if m.inner == nil || msg.gen != m.gen {
+			return m, nil // from a console closed since
+		}
+		_, cmd := m.inner.Update(msg.msg)
+		return m, m.wrap(cmd)
+	case tea.KeyPressMsg:
+		if m.inner != nil {
+			if msg.Code == tea.KeyEscape && m.inner.escIdle() {
+				m.closeInner()
+				m.setStatus("", false)
+				return m, nil
+			}
+			_, cmd := m.inner.Update(msg)
+			return m, m.wrap(cmd)
+		}
+		return m, m.key(msg)
+	}
+	return m, nil
+}
+
+// wrap tags the open console's commands with its generation, batches included,
+// so Update routes their messages back to it and drops those of a closed one.
+func (m *FleetModel) wrap(cmd tea.Cmd) tea.Cmd { return wrapGen(cmd, m.gen) }
+
+func wrapGen(cmd tea.Cmd, gen int) tea.Cmd {
+	if cmd == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		switch msg := cmd().(type) {
+		case nil:
+			return nil
+		case tea.QuitMsg:
+			return msg
+		case tea.BatchMsg:
+			out := make(tea.BatchMsg, 0, len(msg))
+			for _, c := range msg {
+				if c != nil {
+					out = append(out, wrapGen(c, gen))
+				}
+			}
+			return out
+		default:
+			return innerMsg{gen, msg}
+		}
+	}
+}
+
+func (m *FleetModel) setStatus(s string, bad bool) { m.status, m.statusBad = s, bad }
+
+// setRows takes new rows and keeps the cursor on the outbox it was on.
+func (m *FleetModel) setRows(rows []fleet.Row) {
+	m.rows = rows
+	m.shown = m.shown[:0]
+	for _, r := range rows {
+		if rowMatches(r, m.filter) {
+			m.shown = append(m.shown, r)
+		}
+	}
+	m.cursor = 0
+	for k, r := range m.shown {
+		if r.Name == m.selected {
+			m.cursor = k
+		}
+	}
+	if len(m.shown) > 0 {
+		m.selected = m.shown[m.cursor].Name
+	}
+}
+
+// rowMatches: every word of filter matches, a KEY=VALUE word a label, any other
+// word a part of the outbox's name.
+func rowMatches(r fleet.Row, filter string) bool {
+	for _, w := range strings.Fields(filter) {
+		if k, v, ok := strings.Cut(w, "="); ok {
+			if got, has := r.Labels[k]; !has || got != v {
+				return false
+			}
+		} else if !strings.Contains(r.Name, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *FleetModel) key(msg tea.KeyPressMsg) tea.Cmd {
+	if m.filtering {
+		return m.filterKey(msg)
+	}
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		return tea.Quit
+	case key.Matches(msg, k.Down):
+		m.move(1)
+	case key.Matches(msg, k.Up):
+		m.move(-1)
+	case key.Matches(msg, k.Top):
+		m.move(-len(m.shown))
+	case key.Matches(msg, k.Bottom):
+		m.move(len(m.shown))
+	case key.Matches(msg, k.Filter):
+		m.filtering, m.filterInput = true, []rune(m.filter)
+	case key.Matches(msg, k.Back):
+		if m.filter != "" {
+			m.filter = ""
+			m.setRows(m.rows)
+			m.setStatus("filter cleared", false)
+		}
+	case key.Matches(msg, k.Detail):
+		return m.open()
+	}
+	return nil
+}
+
+func (m *FleetModel) move(d int) {
+	if len(m.shown) == 0 {
+		return
+	}
+	m.cursor = min(max(m.cursor+d, 0), len(m.shown)-1)
+	m.selected = m.shown[m.cursor].Name
+}
+
+func (m *FleetModel) filterKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.Code {
+	case tea.KeyEnter:
+		m.filtering = false
+		m.filter = strings.TrimSpace(string(m.filterInput))
+		m.setRows(m.rows)
+	case tea.KeyEscape:
+		m.filtering = false
+	case tea.KeyBackspace:
+		if n := len(m.filterInput); n > 0 {
+			m.filterInput = m.filterInput[:n-1]
+		}
+	default:
+		if msg.Text != "" && len(m.filterInput) < 200 {
+			m.filterInput = append(m.filterInput, []rune(Sanitize(msg.Text))...)
+		}
+	}
+	return nil
+}
+
+// open asks for the console of the outbox under the cursor.
+func (m *FleetModel) open() tea.Cmd {
+	if len(m.shown) == 0 || m.opening != "" {
+		return nil
+	}
+	name := m.shown[m.cursor].Name
+	m.opening = name
+	m.setStatus("opening "+name+"…", false)
+	ctx := m.opts.Context
+	open := m.opts.Open
+	return func() tea.Msg {
+		o, closeFn, err := open(ctx, name)
+		return fleetOpenedMsg{name: name, opts: o, close: closeFn, err: err}
+	}
+}
+
+func (m *FleetModel) opened(msg fleetOpenedMsg) tea.Cmd {
+	m.opening = ""
+	if msg.err != nil {
+		if msg.close != nil {
+			msg.close()
+		}
+		m.setStatus(Sanitize(oneLineText(msg.err.Error())), true)
+		return nil
+	}
+	if msg.opts.Inspector == nil {
+		if msg.close != nil {
+			msg.close()
+		}
+		m.setStatus("cannot open "+msg.name+": no inspector", true)
+		return nil
+	}
+	m.gen++
+	ctx, stop := context.WithCancel(m.opts.Context)
+	o := msg.opts
+	o.Context = ctx
+	if o.Name == "" {
+		o.Name = msg.name
+	}
+	o.Terminal = m.opts.Terminal
+	m.inner, m.innerName, m.innerClose, m.innerStop = New(o), msg.name, msg.close, stop
+	m.setStatus("", false)
+	_, cmd := m.inner.Update(tea.WindowSizeMsg{Width: m.width, Height: m.height})
+	return tea.Batch(m.wrap(cmd), m.wrap(m.inner.Init()))
+}
+
+// closeInner leaves the open console: its loads are cancelled, its pool closed.
+func (m *FleetModel) closeInner() {
+	if m.inner == nil {
+		return
+	}
+	m.innerStop()
+	if m.innerClose != nil {
+		go m.innerClose() // a pool closes once its loads, now cancelled, let go
+	}
+	m.inner, m.innerClose, m.innerStop = nil, nil, nil
+	m.gen++
+}
+
+// Close leaves an open console, if any.
+func (m *FleetModel) Close() { m.closeInner() }
+
+func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// View renders the fleet, or the open outbox's console.
+func (m *FleetModel) View() tea.View {
+	if m.inner != nil {
+		return m.inner.View()
+	}
+	v := tea.NewView(m.Render())
+	v.AltScreen = true
+	v.WindowTitle = windowTitle
+	return v
+}
+
+// Render is the fleet screen's content.
+func (m *FleetModel) Render() string {
+	if m.inner != nil {
+		return m.inner.Render()
+	}
+	switch {
+	case m.width == 0 || m.height == 0:
+		return ""
+	case m.width < MinWidth || m.height < MinHeight:
+		return fmt.Sprintf("outboxtop needs %d×%d\n(this terminal is %d×%d)", MinWidth, MinHeight, m.width, m.height)
+	}
+	st := m.styles
+	lines := []string{m.headerLine(), st.header.Render(fit(m.columns().header(), m.width, false))}
+	h := m.height - 4
+	first := 0
+	if m.cursor >= h {
+		first = m.cursor - h + 1
+	}
+	cols := m.columns()
+	for k := first; k < len(m.shown) && len(lines) < h+2; k++ {
+		r := m.shown[k]
+		line := fit(cols.row(r), m.width, false)
+		switch {
+		case k == m.cursor:
+			line = st.cursor.Render(line)
+		case !r.Reachable:
+			line = st.dim.Render(line)
+		}
+		lines = append(lines, line)
+	}
+	if len(m.shown) == 0 {
+		lines = append(lines, st.dim.Render(fit("  no outbox matches the filter (esc clears it)", m.width, false)))
+	}
+	for len(lines) < h+2 {
+		lines = append(lines, "")
+	}
+	return strings.Join(append(lines, m.statusLine(), m.footer()), "\n")
+}
+
+func (m *FleetModel) headerLine() string {
+	st := m.styles
+	left := st.title.Render("outboxtop fleet")
+	if m.opts.Title != "" {
+		left += " · " + Sanitize(m.opts.Title)
+	}
+	var counts [fleet.Unknown + 1]int
+	for _, r := range m.rows {
+		counts[r.Level]++
+	}
+	right := fmt.Sprintf("%d outboxes", len(m.rows))
+	for l := fleet.Unknown; l >= fleet.OK; l-- {
+		if counts[l] > 0 {
+			right += fmt.Sprintf(" · %d %s", counts[l], strings.ToLower(l.String()))
+		}
+	}
+	pad := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
+	if pad < 1 {
+		return ansi.Truncate(left+" "+right, m.width, "…")
+	}
+	return left + strings.Repeat(" ", pad) + right
+}
+
+func (m *FleetModel) statusLine() string {
+	st := m.styles
+	switch {
+	case m.filtering:
+		return st.prompt.Render(fitEnd(" filter (team=payments, or part of a name): "+string(m.filterInput)+"█", m.width))
+	case m.status != "" && m.statusBad:
+		return st.bad.Render(fit(" "+m.status, m.width, false))
+	case m.status != "":
+		return fit(" "+m.status, m.width, false)
+	case m.filter != "":
+		return fit(fmt.Sprintf(" filter %s: %d of %d outboxes (esc clears)", m.filter, len(m.shown), len(m.rows)), m.width, false)
+	}
+	return ""
+}
+
+func (m *FleetModel) footer() string {
+	k := m.keys
+	var b []key.Binding
+	if m.filtering {
+		b = []key.Binding{helpOnly("enter", "apply"), helpOnly("esc", "cancel"), helpOnly("backspace", "delete")}
+	} else {
+		b = []key.Binding{helpOnly("enter", "open outbox"), helpOnly("esc", "back to fleet"), helpOnly("/", "filter by label"), k.Down, k.Up, k.Quit}
+	}
+	return ansi.Truncate(m.help.ShortHelpView(b), m.width, "…")
+}
+
+// fleetColumns lay the fleet table out in a width.
+type fleetColumns struct {
+	width  int
+	labels bool // wide enough for a labels column
+}
+
+func (m *FleetModel) columns() fleetColumns {
+	return fleetColumns{width: m.width, labels: m.width >= 110}
+}
+
+// The fixed columns: level, outbox, publishable, its oldest, rates, failed,
+// blocked, leases; the condition takes the rest of the line.
+const fleetFixed = "%-4s %-12s %7s %6s %6s %6s %6s %6s %5s"
+
+func (c fleetColumns) header() string {
+	h := fmt.Sprintf(fleetFixed, "LVL", "OUTBOX", "PUBLISH", "OLDEST", "IN/S", "OUT/S", "FAILED", "BLOCKD", "LEASE")
+	if c.labels {
+		h += " " + fmt.Sprintf("%-24s", "LABELS")
+	}
+	return h + " CONDITION"
+}
+
+var levelShort = [...]string{"OK", "WARN", "CRIT", "UNKN"}
+
+func (c fleetColumns) row(r fleet.Row) string {
+	name := fit(Sanitize(r.Name), 12, false)
+	lvl := levelShort[r.Level]
+	labels := ""
+	if c.labels {
+		labels = " " + fit(Sanitize(labelString(r.Labels)), 24, false)
+	}
+	if !r.Reachable {
+		reason := "polling…"
+		if r.Polled {
+			reason = "unreachable: " + Sanitize(r.Reason)
+		}
+		// The reason takes the numbers' place: nothing else is known.
+		return fmt.Sprintf("%-4s %s ", lvl, name) + reason
+	}
+	in := "-"
+	if r.RateIn != nil {
+		in = fmt.Sprintf("%.1f", *r.RateIn)
+	}
+	lease := itoa64(r.Leased)
+	if r.NoRelay {
+		lease = "none!"
+	}
+	s := fmt.Sprintf(fleetFixed, lvl, name, num(r.Publishable, r.PublishableApprox), age(r.OldestPublishableAge.Duration()),
+		in, fmt.Sprintf("%.1f", r.RateOut), num(r.Failed, r.FailedApprox), num(r.Blocked, r.BlockedApprox), lease)
+	return s + labels + " " + Sanitize(r.Condition())
+}
+
+func labelString(labels map[string]string) string {
+	return fleet.Outbox{Labels: labels}.LabelString()
+}
+
+// RunFleet runs the fleet console until the operator quits or opts.Context ends.
+func RunFleet(opts FleetOptions) error {
+	m := NewFleet(opts)
+	defer m.Close()
+	po := []tea.ProgramOption{tea.WithContext(m.opts.Context)}
+	switch {
+	case opts.Terminal != nil:
+		po = append(po, opts.Terminal.programOptions()...)
+	case os.Getenv("NO_COLOR") != "":
+		po = append(po, tea.WithColorProfile(colorprofile.ASCII))
+	}
+	p := tea.NewProgram(m, po...)
+	if opts.Terminal != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go opts.Terminal.forwardResizes(p, done)
+	}
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && m.opts.Context.Err() != nil {
+		return nil
+	}
+	return err
+}
