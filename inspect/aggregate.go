@@ -104,8 +104,9 @@ func (i *Inspector) Timeline(ctx context.Context, aggregateType, aggregateID str
 
 // timelineParts are the three places an aggregate's events live, each with the
 // condition that lets an index by (aggregate_type, aggregate_id, seq) serve it:
-// outbox_aggregate_idx holds unpublished rows only and outbox_aggregate_published_idx
-// published ones, so a condition on neither would scan the aggregate's rows.
+// outbox_aggregate_idx holds unpublished rows only and the opt-in
+// outbox_aggregate_published_idx (migration 009 says why it is not built by
+// default) published ones, so a condition on neither could use neither.
 func (i *Inspector) timelineParts() [3]struct {
 	from, cond string
 	archived   bool

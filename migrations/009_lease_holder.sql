@@ -6,8 +6,6 @@
 -- application's inserts wait). To avoid that, build the three indexes beforehand,
 -- outside a transaction, with exactly these names and definitions:
 --
---   CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_aggregate_published_idx
---       ON <schema>.outbox_event (aggregate_type, aggregate_id, seq) WHERE published_at IS NOT NULL;
 --   CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_event_archive_aggregate_idx
 --       ON <schema>.outbox_event_archive (aggregate_type, aggregate_id, seq);
 --   CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_audit_event_ids_idx
@@ -52,14 +50,18 @@ END
 $holder$;
 
 -- The aggregate timeline (`outboxtop events --aggregate`, the console's aggregate
--- view) reads an aggregate's published history in seq order: outbox_aggregate_idx
--- (001) holds unpublished rows only, so that read scanned every published row.
--- Partial, so it costs nothing at insert or claim: a row enters it when marked
--- published, an update that was never HOT (published_at is indexed).
-CREATE INDEX IF NOT EXISTS outbox_aggregate_published_idx
-    ON {{.schema}}.outbox_event (aggregate_type, aggregate_id, seq)
-    WHERE published_at IS NOT NULL;
-
+-- view) reads an aggregate's history in seq order: outbox_aggregate_idx (001)
+-- serves its unpublished rows, this index its archived ones.
+--
+-- Deliberately NOT created: an index of published rows by aggregate
+-- (outbox_event (aggregate_type, aggregate_id, seq) WHERE published_at IS NOT
+-- NULL). Every mark would add an entry to it — the relay's hot path, for a triage
+-- read — and it cost the SQL ceiling 5–9% (BENCHMARKS.md, "Indexes the relay
+-- pays for"). Without it the timeline's published part reads the published rows
+-- the outbox still holds (bounded by --archive-after). An operator who wants that
+-- part fast on a large published history can build it, and the timeline uses it:
+--   CREATE INDEX CONCURRENTLY outbox_aggregate_published_idx
+--       ON <schema>.outbox_event (aggregate_type, aggregate_id, seq) WHERE published_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS outbox_event_archive_aggregate_idx
     ON {{.schema}}.outbox_event_archive (aggregate_type, aggregate_id, seq);
 

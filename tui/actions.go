@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -250,6 +251,7 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 }
 
 func (m *Model) actionDone(msg actionDoneMsg) tea.Cmd {
+	m.aggregate.next = time.Time{} // an open timeline shows the action's effect at once, however slow its reads
 	if msg.err != nil {
 		m.setStatus(fmt.Sprintf("%s failed: %s", msg.req.action, Sanitize(msg.err.Error())), true)
 		return m.startLoad()

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -143,5 +144,42 @@ func TestBlockedCursorStaysInView(t *testing.T) {
 	b.keys("enter")
 	if b.m.aggregate.title != want {
 		t.Fatalf("enter opened %q, want %q", b.m.aggregate.title, want)
+	}
+}
+
+// TestSlowTimelineReadsAreSpacedOut: a timeline read that took 2 s is read again
+// only after 9 × 2 s more, so an open timeline over a large published history
+// costs the database at most a tenth of a backend; the title says so, and an
+// action reads it again at once.
+func TestSlowTimelineReadsAreSpacedOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{})
+	b.keys("1", "/")
+	b.m.filterInput = nil
+	b.typeText("agg:Order/ord-1002")
+	b.keys("enter")
+	if b.m.mode != modeAggregate || b.m.refreshAggregate() == nil {
+		t.Fatalf("a fast timeline is read again with every refresh (mode %d)", b.m.mode)
+	}
+	b.m.aggregate.loading = false
+	read := b.m.refreshAggregate()
+	b.clock = b.clock.Add(2 * time.Second) // the read takes 2 s
+	b.run(read)
+	if s := b.text(); !strings.Contains(s, "slow read 2s: every 20s") {
+		t.Errorf("the title does not say the read is slow:\n%s", s)
+	}
+	b.clock = b.clock.Add(17 * time.Second)
+	if b.m.refreshAggregate() != nil {
+		t.Fatal("read again 17 s after a 2 s read")
+	}
+	b.clock = b.clock.Add(time.Second)
+	if b.m.refreshAggregate() == nil {
+		t.Fatal("not read again 18 s after a 2 s read")
+	}
+	b.m.aggregate.loading = false
+	b.m.aggregate.next = b.clock.Add(time.Hour)
+	b.m.actionDone(actionDoneMsg{err: errors.New("refused")})
+	if b.m.refreshAggregate() == nil {
+		t.Fatal("an action does not read the timeline again at once")
 	}
 }
