@@ -110,12 +110,17 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 	line("event_type", Sanitize(d.EventType))
 	line("aggregate", Sanitize(d.AggregateType)+"/"+Sanitize(d.AggregateID))
 	line("topic", Sanitize(d.Topic))
-	line("attempts", fmt.Sprint(d.Attempts))
+	// The relay shares the attempts line: at 80×24 a failed event's payload
+	// heading must stay on the first screen.
+	attempts := fmt.Sprint(d.Attempts)
+	if d.LeaseHolder != "" {
+		attempts += " · " + holderLabel(d.Event) + " " + Sanitize(d.LeaseHolder)
+	}
+	line("attempts", attempts)
 	line("created_at", ts(&d.CreatedAt))
 	line("available_at", ts(&d.AvailableAt))
 	line("lease_token", Sanitize(d.LeaseToken))
 	line("lease_until", ts(d.LeaseUntil))
-	line(holderLabel(d.Event), Sanitize(d.LeaseHolder))
 	if d.LeaseExpired {
 		line("lease", "EXPIRED: claimable again")
 	}

@@ -59,7 +59,7 @@ func TestHolderLabelSaysWhatTheHolderDid(t *testing.T) {
 		}
 	}
 	d := detailText(inspect.EventDetail{Event: inspect.Event{State: wire.Leased, LeaseHolder: "relay-a:1", LeaseUntil: &now}}, now)
-	if !strings.Contains(d, "holder           relay-a:1\n") {
+	if !strings.Contains(d, "attempts         0 · holder relay-a:1\n") {
 		t.Errorf("detail of a leased event does not name its holder:\n%s", d)
 	}
 }
