@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxtop/outboxtop/internal/sqltemplate"
 	"github.com/outboxtop/outboxtop/wire"
@@ -239,7 +240,7 @@ func (i *Inspector) Do(ctx context.Context, r Request) (Result, error) {
 	}
 	if r.Action == Archive {
 		if err := i.archiveBatches(ctx, r, filter, &res); err != nil {
-			return res, fmt.Errorf("archive: %w", err)
+			return res, fmt.Errorf("archive: %w", lockedRows(err))
 		}
 		return res, nil
 	}
@@ -267,9 +268,22 @@ func (i *Inspector) Do(ctx context.Context, r Request) (Result, error) {
 		return i.call(ctx, tx, actionFunctions[r.Action], args, &res)
 	})
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", r.Action, err)
+		return Result{}, fmt.Errorf("%s: %w", r.Action, lockedRows(err))
 	}
 	return res, nil
+}
+
+// ErrRowsLocked: an action gave up waiting for rows another session holds
+// (lock_timeout); nothing was changed.
+var ErrRowsLocked = errors.New("the events are locked by another session (a transaction left open, or a process frozen inside one); nothing was changed: try again")
+
+// lockedRows turns a lock timeout into ErrRowsLocked, keeping PostgreSQL's error.
+func lockedRows(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+		return fmt.Errorf("%w (%v)", ErrRowsLocked, err)
+	}
+	return err
 }
 
 // actionFunctions name each action's function in migration 008. All take (actor,

@@ -77,10 +77,13 @@ func (d *dbFlags) pool(ctx context.Context, io IO, maxConns int32) (*pgxpool.Poo
 	}
 	pcfg.ConnConfig = cfg
 	// No statement of ours waits for a lock without end: a session holding one
-	// (an open transaction, a frozen process) turns into an error that names it.
-	// A DSN that sets lock_timeout itself wins.
+	// (an open transaction, a frozen process) turns into an error that says so
+	// (inspect.ErrRowsLocked). 15 s outlasts a relay frozen inside its claim,
+	// which PostgreSQL ends after twice the relay's --lock-timeout (10 s by
+	// default), so an action on a frozen relay's events waits for that and
+	// succeeds. A DSN that sets lock_timeout itself wins.
 	if cfg.RuntimeParams["lock_timeout"] == "" {
-		cfg.RuntimeParams["lock_timeout"] = "5s"
+		cfg.RuntimeParams["lock_timeout"] = "15s"
 	}
 	if maxConns > 0 {
 		pcfg.MaxConns = maxConns

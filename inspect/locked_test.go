@@ -1,0 +1,64 @@
+package inspect_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/testenv"
+)
+
+// TestActionOnLockedRowsSaysSo: an action whose rows another session holds (a
+// transaction left open, a relay frozen inside its claim) gives up after
+// lock_timeout with ErrRowsLocked, changes nothing, and succeeds once the holder
+// lets go.
+func TestActionOnLockedRowsSaysSo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, dsn := testenv.Pool(t)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "300ms"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	in, err := inspect.New(pool, "public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{pool: pool, in: in, ctx: ctx}
+	const id = "0196b0c2-0000-7000-8000-0000000000f1"
+	b.insert(t, row{id: id, aggID: "o-1", created: -time.Minute, attempts: 3, failed: ago(time.Second), lastError: "boom"})
+
+	holder, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, "SELECT 1 FROM outbox_event WHERE event_id = $1 FOR UPDATE", id); err != nil {
+		t.Fatal(err)
+	}
+	_, err = in.Do(ctx, inspect.Request{Action: inspect.Retry, IDs: []string{id}, Actor: "tester"})
+	if !errors.Is(err, inspect.ErrRowsLocked) || !strings.Contains(err.Error(), "retry: the events are locked by another session") {
+		t.Fatalf("retry of a locked row: %v, want ErrRowsLocked", err)
+	}
+	if got := b.state(t, id); got != "failed" {
+		t.Fatalf("after the refused retry the event is %q, want failed", got)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := in.Do(ctx, inspect.Request{Action: inspect.Retry, IDs: []string{id}, Actor: "tester"})
+	if err != nil || res.Rows != 1 {
+		t.Fatalf("retry once the holder let go: %+v, %v", res, err)
+	}
+}
