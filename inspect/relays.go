@@ -124,6 +124,7 @@ func (i *Inspector) snapRelays(ctx context.Context, tx pgx.Tx, s *Snapshot) erro
 			s.Relays = append(s.Relays, RelaySeen{Holder: h, State: RelayLeasing, Leases: n, LeasesApprox: s.Partial})
 		}
 	}
+	s.leasesBy = nil
 	slices.SortFunc(s.Relays, func(a, b RelaySeen) int {
 		// Live first, then the freshest; the holder breaks ties.
 		if a.Live() != b.Live() {
