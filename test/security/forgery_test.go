@@ -414,3 +414,42 @@ func TestPrintedGrantsReplaceEarlierOnes(t *testing.T) {
 		t.Errorf("the operator's actions after re-applying the grants: %v", err)
 	}
 }
+
+// TestConsoleReadsTheRelays: the console grants read the heartbeats; a console
+// role set up before migration 010 and never upgraded (no SELECT on
+// outbox_relay) still gets its snapshot, with the relays seen by their leases
+// and the reason the heartbeats are missing.
+func TestConsoleReadsTheRelays(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "console")
+	id := b.insert(t, "order", "o-1", 1)[0]
+	if _, err := b.admin.Exec(b.ctx, `UPDATE outbox_event SET lease_token = gen_random_uuid(), lease_until = now() + interval '1 minute',
+			lease_holder = 'relay-a:1', attempts = 1 WHERE event_id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.admin.Exec(b.ctx, `INSERT INTO outbox_relay (holder, db_user, state, started_at, seen_at, interval_ms)
+		VALUES ('relay-a:1', 'outboxtop_relay', 'running', now(), now(), 5000)`); err != nil {
+		t.Fatal(err)
+	}
+	in, err := inspect.New(b.as, "public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := in.Snapshot(b.ctx)
+	if err != nil {
+		t.Fatalf("Snapshot under the console grants: %v", err)
+	}
+	if len(s.Relays) != 1 || s.Relays[0].State != "running" || s.Relays[0].Leases != 1 || s.RelaysError != "" {
+		t.Fatalf("relays %+v (%q), want relay-a:1 running with its lease", s.Relays, s.RelaysError)
+	}
+	if _, err := b.admin.Exec(b.ctx, "REVOKE SELECT ON outbox_relay FROM "+pgx.Identifier{b.role}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	s, err = in.Snapshot(b.ctx)
+	if err != nil {
+		t.Fatalf("Snapshot without SELECT on outbox_relay: %v", err)
+	}
+	if len(s.Relays) != 1 || s.Relays[0].State != inspect.RelayLeasing || s.RelaysError == "" || s.Counts.Leased != 1 {
+		t.Fatalf("without the heartbeat grant: relays %+v (%q), leased %d; want relay-a:1 leasing and the reason", s.Relays, s.RelaysError, s.Counts.Leased)
+	}
+}
