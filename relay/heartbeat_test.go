@@ -156,3 +156,63 @@ func TestHeartbeatOff(t *testing.T) {
 		t.Errorf("a relay without heartbeat wrote %+v", row)
 	}
 }
+
+// A beat reports the events of the relay's batches in flight: a batch held up
+// by a slow broker shows in in_flight, and 0 once it is published.
+func TestHeartbeatReportsEventsInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config()
+	cfg.Holder = "hb-inflight:1"
+	cfg.HeartbeatInterval = 100 * time.Millisecond
+	r := b.relay(t, cfg)
+	stop := start(t, r)
+	b.insertSeed(t, 1, 1, "warm-")
+	testenv.WaitFor(t, 30*time.Second, "warm-up published", func() bool { return b.count(t, "published_at IS NOT NULL") == 1 })
+	b.net.slowNextWrite(3 * time.Second)
+	b.insertSeed(t, 20, 20, "o-")
+	testenv.WaitFor(t, 30*time.Second, "20 events in flight in the heartbeat", func() bool { return b.beatRow(t, cfg.Holder).inFlight == 20 })
+	testenv.WaitFor(t, time.Minute, "slow batch published", func() bool { return b.count(t, "published_at IS NOT NULL") == 21 })
+	testenv.WaitFor(t, 10*time.Second, "nothing in flight in the heartbeat", func() bool { return b.beatRow(t, cfg.Holder).inFlight == 0 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A beat that cannot get its lock (a session holds outbox_relay locked) gives
+// up after its own timeout: the relay keeps publishing meanwhile, counts the
+// missed beats, and beats again once the lock is gone.
+func TestHeartbeatNeverHoldsUpPublishing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	cfg := b.config()
+	cfg.Holder = "hb-locked:1"
+	cfg.HeartbeatInterval = 100 * time.Millisecond
+	r := b.relay(t, cfg)
+	stop := start(t, r)
+	testenv.WaitFor(t, 10*time.Second, "a first beat", func() bool { return b.beatRow(t, cfg.Holder).state == BeatRunning })
+
+	tx, err := b.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "LOCK TABLE outbox_relay IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	failed := testutil.ToFloat64(r.m.HeartbeatFailures)
+	b.insertSeed(t, 30, 6, "o-")
+	testenv.WaitFor(t, 20*time.Second, "30 published while the heartbeat is locked out", func() bool {
+		return b.count(t, "published_at IS NOT NULL") == 30
+	})
+	testenv.WaitFor(t, 10*time.Second, "missed beats counted", func() bool { return testutil.ToFloat64(r.m.HeartbeatFailures) >= failed+3 })
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := b.beatRow(t, cfg.Holder).seenAt
+	testenv.WaitFor(t, 10*time.Second, "beating again", func() bool { return b.beatRow(t, cfg.Holder).seenAt.After(before) })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
