@@ -34,6 +34,14 @@
 //   - up to 250 blocking events of each kind (failed, scheduled), for the blocked
 //     aggregates.
 //
+// The relays seen (Snapshot.Relays) cost no extra read of outbox_event: their
+// heartbeats come from outbox_relay (at most RelaysLimit rows, a table the relays
+// keep small), and the live leases by holder are counted in the first pass above.
+// No index names a lease column — one would make every claim a non-HOT update — so
+// past the pass a relay's leases are at least the number shown (LeasesApprox); its
+// InFlight, which the relay reports in its heartbeat, does not depend on the pass.
+// A heartbeat not written for RelayGoneAfter intervals is "gone".
+//
 // Below those bounds every count is exact. Past them Snapshot.Partial is set and the
 // counts are estimates, marked in Counts.Approx (Blocked.Estimate,
 // OldestPublishableApprox): totals from the entries of the partial index on exactly

@@ -57,7 +57,7 @@ type Inspector struct {
 	readOnly bool
 	// schema-qualified, quoted table names: the only non-constant SQL fragments,
 	// built from a validated identifier, never from user text.
-	outbox, archive, consumed, audit string
+	outbox, archive, consumed, audit, relays string
 }
 
 // Option configures an Inspector.
@@ -78,6 +78,7 @@ func New(pool *pgxpool.Pool, schema string, opts ...Option) (*Inspector, error) 
 		archive:  sqltemplate.Name(schema, "outbox_event_archive"),
 		consumed: sqltemplate.Name(schema, "consumed_event"),
 		audit:    sqltemplate.Name(schema, "outbox_audit"),
+		relays:   sqltemplate.Name(schema, "outbox_relay"),
 	}
 	for _, o := range opts {
 		o(i)

@@ -148,3 +148,70 @@ func TestTimelineAndAuditQueriesUseIndexes(t *testing.T) {
 		t.Errorf("without its index the audit filter should read the whole table:\n%s", plan)
 	}
 }
+
+// TestRelaysSnapshotCost: at incident scale (100,000 unpublished rows, a few
+// leased by two relays) the snapshot finds the leases per relay without reading
+// the unpublished rows: lease columns are deliberately unindexed (the claim's
+// UPDATE stays HOT), so leases are counted in the pass the snapshot makes
+// anyway, which reads at most passCap+1 rows through outbox_claim_seq_idx; the
+// heartbeats come from outbox_relay alone.
+func TestRelaysSnapshotCost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, _ := testenv.Pool(t)
+	in, err := New(pool, "public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+		SELECT gen_random_uuid(), 'order', 'o-' || (g % 5000), 'E', '{}' FROM generate_series(1, 100000) g;
+		UPDATE outbox_event SET attempts = 1, lease_token = gen_random_uuid(), lease_until = now() + interval '1 minute',
+			lease_holder = CASE WHEN seq % 2 = 0 THEN 'relay-a:1' ELSE 'relay-b:2' END
+		WHERE seq IN (SELECT seq FROM outbox_event ORDER BY seq LIMIT 40);
+		INSERT INTO outbox_relay (holder, db_user, state, started_at, seen_at, interval_ms)
+		SELECT 'relay-' || g || ':1', 'r', 'running', now(), now() - g * interval '1 second', 5000 FROM generate_series(1, 300) g;
+		ANALYZE outbox_event; ANALYZE outbox_relay`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off; SET LOCAL jit = off"); err != nil { // as Snapshot does
+		t.Fatal(err)
+	}
+	plan := explain(t, tx, "(ANALYZE, TIMING OFF) "+in.passSQL(), passCap+1)
+	checkPlan(t, "the snapshot's pass", plan, []string{"outbox_event"}, []string{"outbox_claim_seq_idx"})
+	for _, line := range strings.Split(plan, "\n") {
+		if strings.Contains(line, "outbox_claim_seq_idx") && !strings.Contains(line, "rows=5001 ") {
+			t.Errorf("the pass read more than passCap+1 rows:\n%s", plan)
+		}
+	}
+	plan = explain(t, tx, in.relaysSQL())
+	if strings.Contains(plan, "outbox_event") || !strings.Contains(plan, "outbox_relay") {
+		t.Errorf("the relays' query reads more than outbox_relay:\n%s", plan)
+	}
+	_ = tx.Rollback(ctx)
+
+	s, err := in.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Partial {
+		t.Fatalf("100,000 unpublished rows should make a partial snapshot")
+	}
+	leases := map[string]int64{}
+	for _, r := range s.Relays {
+		if r.Leases > 0 {
+			leases[r.Holder] = r.Leases
+			if !r.LeasesApprox {
+				t.Errorf("%s: leases counted in a partial pass are not marked approximate", r.Holder)
+			}
+		}
+	}
+	if leases["relay-a:1"] != 20 || leases["relay-b:2"] != 20 || len(s.Relays) != RelaysLimit+2 {
+		t.Errorf("leases by relay %v (want 20 each), %d relays (want %d heartbeats + 2 leasing)", leases, len(s.Relays), RelaysLimit)
+	}
+}

@@ -62,6 +62,15 @@ type Snapshot struct {
 	Blocked     Blocked      `json:"blocked"`
 	Inbox       []Consumer   `json:"inbox"`
 	Health      Health       `json:"health"`
+	// Relays are the relay processes seen: by their heartbeat (outbox_relay,
+	// migration 010) or their live leases; live ones first (RelaySeen.Live,
+	// RelaysLive, NoRelayFor). At most RelaysLimit heartbeat rows.
+	Relays []RelaySeen `json:"relays"`
+	// RelaysError says why the heartbeats could not be read (Relays then holds
+	// only the holders of live leases).
+	RelaysError string `json:"relays_error,omitempty"`
+
+	leasesBy map[string]int64 // live leases by holder, from the pass, for snapRelays
 }
 
 // TopN bounds the grouped lists of a Snapshot.
@@ -245,6 +254,7 @@ func (i *Inspector) Snapshot(ctx context.Context) (Snapshot, error) {
 		{"blocked aggregates", i.snapBlocked},
 		{"inbox", i.snapInbox},
 		{"table health", i.snapHealth},
+		{"relays", i.snapRelays},
 	} {
 		if err := step.fn(ctx, tx, &s); err != nil {
 			return Snapshot{}, fmt.Errorf("snapshot: %s: %w", step.what, err)
@@ -294,23 +304,7 @@ func attemptsBucketSQL() string {
 // attempts bucket and whether it waits behind a blocker; failed rows are read by
 // snapFailed. With more rows than the pass reads, the counts past it are estimated.
 func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
-	rows, err := tx.Query(ctx, `SELECT now(), event_type, state, bucket, count(*), count(*) FILTER (WHERE expired),
-			coalesce(extract(epoch from now() - min(created_at)), 0)::float8,
-			coalesce(extract(epoch from now() - min(greatest(created_at, available_at))), 0)::float8,
-			min(available_at),
-			count(*) FILTER (WHERE waiting),
-			extract(epoch from now() - min(greatest(created_at, available_at)) FILTER (WHERE NOT waiting))::float8,
-			max(seq)
-		FROM (SELECT h.*, h.state = 'ready' AND `+i.waitingSQL("h")+` AS waiting
-			FROM (SELECT seq, event_type, aggregate_type, aggregate_id, created_at, available_at,
-					`+stateCase+` AS state, `+attemptsBucketSQL()+` AS bucket,
-					lease_token IS NOT NULL AND lease_until <= now() AS expired
-				FROM `+i.outbox+` WHERE published_at IS NULL AND failed_at IS NULL
-				ORDER BY seq LIMIT $1) h
-			-- OFFSET 0 keeps the subquery from being flattened, so the state is
-			-- computed once per row and the few groups are hashed.
-			OFFSET 0) u
-		GROUP BY event_type, state, bucket`, passCap+1)
+	rows, err := tx.Query(ctx, i.passSQL(), passCap+1)
 	if err != nil {
 		return err
 	}
@@ -327,8 +321,15 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot)
 		var pubAge *float64
 		var minAvailable time.Time
 		var maxSeq int64
-		if err := rows.Scan(&s.TakenAt, &eventType, &state, &bucket, &n, &expired, &createdAge, &readyAge, &minAvailable, &waiting, &pubAge, &maxSeq); err != nil {
+		var holder *string
+		if err := rows.Scan(&s.TakenAt, &eventType, &state, &bucket, &n, &expired, &createdAge, &readyAge, &minAvailable, &waiting, &pubAge, &maxSeq, &holder); err != nil {
 			return err
+		}
+		if holder != nil {
+			if s.leasesBy == nil {
+				s.leasesBy = map[string]int64{}
+			}
+			s.leasesBy[*holder] += n
 		}
 		read += n
 		lastSeq = max(lastSeq, maxSeq)
@@ -396,6 +397,30 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot)
 		return tx.QueryRow(ctx, "SELECT now()").Scan(&s.TakenAt)
 	}
 	return nil
+}
+
+// passSQL reads at most $1 unpublished, not failed rows in seq order
+// (outbox_claim_seq_idx) and groups them by event type, state, attempts bucket
+// and, for leased rows, the relay holding them (lease_holder, ” when unnamed).
+func (i *Inspector) passSQL() string {
+	return `SELECT now(), event_type, state, bucket, count(*), count(*) FILTER (WHERE expired),
+			coalesce(extract(epoch from now() - min(created_at)), 0)::float8,
+			coalesce(extract(epoch from now() - min(greatest(created_at, available_at))), 0)::float8,
+			min(available_at),
+			count(*) FILTER (WHERE waiting),
+			extract(epoch from now() - min(greatest(created_at, available_at)) FILTER (WHERE NOT waiting))::float8,
+			max(seq), holder
+		FROM (SELECT h.*, h.state = 'ready' AND ` + i.waitingSQL("h") + ` AS waiting,
+				CASE WHEN h.state = 'leased' THEN coalesce(h.lease_holder, '') END AS holder
+			FROM (SELECT seq, event_type, aggregate_type, aggregate_id, created_at, available_at, lease_holder,
+					` + stateCase + ` AS state, ` + attemptsBucketSQL() + ` AS bucket,
+					lease_token IS NOT NULL AND lease_until <= now() AS expired
+				FROM ` + i.outbox + ` WHERE published_at IS NULL AND failed_at IS NULL
+				ORDER BY seq LIMIT $1) h
+			-- OFFSET 0 keeps the subquery from being flattened, so the state is
+			-- computed once per row and the few groups are hashed.
+			OFFSET 0) u
+		GROUP BY event_type, state, bucket, holder`
 }
 
 // estimatePastPass completes the counts when the pass stopped at passCap rows:

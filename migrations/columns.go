@@ -32,11 +32,17 @@ var wantColumns = map[string][][2]string{
 		{"published_at", "timestamp with time zone"}, {"archived_at", "timestamp with time zone"},
 		{"lease_holder", "text"},
 	},
+	"outbox_relay": {
+		{"holder", "text"}, {"state", "text"}, {"seen_at", "timestamp with time zone"},
+		{"started_at", "timestamp with time zone"}, {"interval_ms", "integer"}, {"in_flight", "integer"},
+	},
 	"outbox_audit": {
 		{"audit_id", "bigint"}, {"actor", "text"}, {"action", "text"}, {"filter", "jsonb"},
 		{"event_ids", "uuid[]"}, {"rows", "integer"},
 	},
 }
+
+var checkedTables = []string{"outbox_event", "consumed_event", "outbox_event_archive", "outbox_audit", "outbox_relay"}
 
 // checkColumns compares the existing tables' column types with wantColumns and
 // names every mismatch.
@@ -44,7 +50,7 @@ func checkColumns(ctx context.Context, conn *pgx.Conn, schema string) error {
 	rows, err := conn.Query(ctx, `SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod)
 		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = $1 AND c.relname = ANY($2) AND a.attnum > 0 AND NOT a.attisdropped`,
-		schema, []string{"outbox_event", "consumed_event", "outbox_event_archive", "outbox_audit"})
+		schema, checkedTables)
 	if err != nil {
 		return fmt.Errorf("reading the existing tables' columns: %w", err)
 	}
@@ -61,7 +67,7 @@ func checkColumns(ctx context.Context, conn *pgx.Conn, schema string) error {
 		return err
 	}
 	var bad []string
-	for _, table := range []string{"outbox_event", "consumed_event", "outbox_event_archive", "outbox_audit"} {
+	for _, table := range checkedTables {
 		for _, c := range wantColumns[table] {
 			if got, ok := have[table+"."+c[0]]; ok && got != c[1] {
 				bad = append(bad, fmt.Sprintf("%s.%s is %s, outboxtop needs %s", table, c[0], got, c[1]))

@@ -15,7 +15,8 @@ import (
 // so no role can set a column its code does not write (seq, a lease, a failure or
 // a publication). Operators change rows only through the action functions of
 // migration 008, which audit every call; no role may write outbox_audit or the
-// archive directly.
+// archive directly, and none may write outbox_relay: relays beat through
+// outboxtop_relay_beat (migration 010), which sets the time and the role itself.
 var grantRoles = []struct {
 	name, summary string
 	grants        []string // %[1]s is the schema, %[2]s the grantee, both quoted
@@ -27,6 +28,9 @@ var grantRoles = []struct {
 		"GRANT UPDATE (lease_token, lease_until, lease_holder, attempts, available_at, last_error, failed_at,\n" +
 			"              published_at, kafka_topic, kafka_partition, kafka_offset, blocked)\n" +
 			"    ON %[1]s.outbox_event TO %[2]s;",
+		"-- the heartbeat (outbox_relay), through a function that sets the time and role itself",
+		"GRANT EXECUTE ON FUNCTION %[1]s.outboxtop_relay_beat(text, text, boolean, integer, integer, text, text, integer)\n" +
+			"    TO %[2]s;",
 		"-- Only with --archive-after / --archive-retention (batches through two functions;",
 		"-- the role gets no write on the archive):",
 		"-- GRANT EXECUTE ON FUNCTION %[1]s.outboxtop_archive_published(interval, integer),",
@@ -35,12 +39,12 @@ var grantRoles = []struct {
 	{"console", "a read-only console or status check (outboxtop --no-relay --read-only, status, events)", []string{
 		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
 		"GRANT SELECT ON %[1]s.outbox_event, %[1]s.outbox_event_archive, %[1]s.consumed_event,\n" +
-			"    %[1]s.outbox_audit, %[1]s.outboxtop_schema_version TO %[2]s;",
+			"    %[1]s.outbox_audit, %[1]s.outbox_relay, %[1]s.outboxtop_schema_version TO %[2]s;",
 	}},
 	{"operator", "the console and the triage actions (retry, reset-lease, park, skip, archive, replay)", []string{
 		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
 		"GRANT SELECT ON %[1]s.outbox_event, %[1]s.outbox_event_archive, %[1]s.consumed_event,\n" +
-			"    %[1]s.outbox_audit, %[1]s.outboxtop_schema_version TO %[2]s;",
+			"    %[1]s.outbox_audit, %[1]s.outbox_relay, %[1]s.outboxtop_schema_version TO %[2]s;",
 		"-- Actions only through these functions: each re-checks the events' state and",
 		"-- writes one audit row in the same transaction. No write privilege on any table.",
 		"GRANT EXECUTE ON FUNCTION\n" +
@@ -101,7 +105,7 @@ func GrantSQL(role, schema, grantee string) (string, error) {
 		// and grants only add up.
 		fmt.Fprintf(&b, "-- Start from nothing: removes what earlier grants gave on these tables.\n")
 		fmt.Fprintf(&b, "REVOKE ALL ON %[1]s.outbox_event, %[1]s.outbox_event_archive, %[1]s.outbox_audit,\n"+
-			"    %[1]s.consumed_event, %[1]s.outboxtop_schema_version FROM %[2]s;\n", s, g)
+			"    %[1]s.consumed_event, %[1]s.outbox_relay, %[1]s.outboxtop_schema_version FROM %[2]s;\n", s, g)
 		for _, stmt := range r.grants {
 			if !strings.Contains(stmt, "%[") {
 				b.WriteString(stmt + "\n")

@@ -55,7 +55,13 @@ type Config struct {
 	// Holder names this relay in the rows it claims (lease_holder), so an operator
 	// sees which process holds a lease: "host:pid" by default (DefaultHolder). At
 	// most 200 bytes.
-	Holder  string
+	Holder string
+	// HeartbeatInterval is how often the relay writes its row in outbox_relay
+	// (state, in-flight events; migration 010), default 5s; readers call a row
+	// gone after 3 intervals without a beat. Negative: no heartbeat.
+	HeartbeatInterval time.Duration
+	// Version is written in the heartbeat (the binary's version).
+	Version string
 	Logger  *slog.Logger
 	Metrics *Metrics
 }
@@ -88,6 +94,8 @@ var DefaultConfig = Config{
 	ShutdownTimeout: 30 * time.Second,
 	LockTimeout:     5 * time.Second,
 	SweepInterval:   time.Minute,
+
+	HeartbeatInterval: 5 * time.Second,
 }
 
 // WithDefaults returns c with every zero field set to its DefaultConfig value.
@@ -160,6 +168,9 @@ func (c Config) withDefaults() Config {
 	if c.SweepInterval == 0 {
 		c.SweepInterval = d.SweepInterval
 	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = d.HeartbeatInterval
+	}
 	if c.Holder == "" {
 		c.Holder = DefaultHolder()
 	}
@@ -196,6 +207,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--lock-timeout must be at least 100ms, not %v", c.LockTimeout)
 	case c.SweepInterval < time.Second:
 		return fmt.Errorf("--sweep-interval must be at least 1s, not %v", c.SweepInterval)
+	case c.HeartbeatInterval > 0 && (c.HeartbeatInterval < 100*time.Millisecond || c.HeartbeatInterval > time.Hour):
+		return fmt.Errorf("--heartbeat-interval must be between 100ms and 1h (or negative: none), not %v", c.HeartbeatInterval)
 	case len(c.Holder) > 200:
 		return fmt.Errorf("the relay's holder name is %d bytes, at most 200", len(c.Holder))
 	case c.MaxMessageBytes < 1024:

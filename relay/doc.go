@@ -143,6 +143,22 @@
 // Delivery is at least once: an acknowledgement followed by a crash before the
 // mark, or a lease lost to a slow publish, publishes the event again.
 //
+// # Heartbeat
+//
+// Every HeartbeatInterval (default 5 s) the relay writes its row in outbox_relay
+// (migration 010) through outboxtop_relay_beat: its Holder, its state — running,
+// paused, draining (Drain), broker-down (backing off as a whole), stopping (Run's
+// context is cancelled, batches are finishing) — the events in its in-flight
+// batches, and its version, ordering and batch size. The database stamps the time
+// and the role. On a clean exit Run writes a last beat, "stopped"; a relay that is
+// killed leaves its row as it was, and readers call it gone after 3 intervals
+// (inspect.RelayGone). The heartbeat is its own goroutine with its own timeout
+// (at most 2 s, at most one interval): it never holds up a claim or a mark, and a
+// beat that fails — the database away, the grant missing, the schema not migrated,
+// the holder name written by another database role — is counted
+// (Metrics.HeartbeatFailures), logged at most once a minute, and never stops the
+// relay. A negative interval turns the heartbeat off.
+//
 // # SQL
 //
 // Every statement of the pipeline (claim, mark, settle, renew, release, the

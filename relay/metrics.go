@@ -23,6 +23,10 @@ type Metrics struct {
 	Unblocked       prometheus.Counter
 	HeadsLocked     prometheus.Gauge
 	HeadsSkipped    prometheus.Counter
+	// HeartbeatFailures counts heartbeats not written (outbox_relay, migration
+	// 010); HeartbeatSeconds is the time of the last one written.
+	HeartbeatFailures prometheus.Counter
+	HeartbeatSeconds  prometheus.Gauge
 }
 
 // NewMetrics creates the relay's metrics and registers them with reg (when not nil).
@@ -51,12 +55,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Ready aggregate heads a claim found locked (by a concurrent claim, or another session) and skipped: the ordered claim's contention."}),
 		HeadsLocked: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "heads_locked",
 			Help: "Aggregates whose head event another session has held locked for longer than the lock timeout; they wait."}),
+		HeartbeatFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "heartbeat_failures_total",
+			Help: "Heartbeats not written to outbox_relay (database unreachable, no grant, holder name taken by another role); relaying goes on."}),
+		HeartbeatSeconds: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "heartbeat_timestamp_seconds",
+			Help: "Unix time of the last heartbeat written to outbox_relay."}),
 	}
 	m.BrokerReachable.Set(1)
 	if reg != nil {
 		reg.MustRegister(m.Published, m.Failed, m.Retried, m.Released, m.LostFences, m.LeaseRenewals,
 			m.CommitToAck, m.ClaimSeconds, m.MarkSeconds, m.BatchSize, m.BrokerReachable, m.Paused,
-			m.Blocked, m.Unblocked, m.HeadsLocked, m.HeadsSkipped)
+			m.Blocked, m.Unblocked, m.HeadsLocked, m.HeadsSkipped, m.HeartbeatFailures, m.HeartbeatSeconds)
 	}
 	return m
 }

@@ -40,6 +40,10 @@ type Relay struct {
 	lastError atomic.Pointer[timedError]
 	heads     headWatch
 	waiters   sync.Map // lease token → aggregates of the batch with blocked rows (map[aggregateKey]bool)
+
+	beatStarted   atomic.Bool  // a heartbeat was written: started_at is set
+	beatWarned    atomic.Int64 // when a failing heartbeat was last logged (unix ns)
+	skipFinalBeat atomic.Bool  // tests: end as a killed process would, without the stopped beat
 }
 
 type batch struct {
@@ -86,6 +90,10 @@ func (r *Relay) Run(ctx context.Context) error {
 	defer stopBG()
 	var helpers sync.WaitGroup
 	helpers.Add(4)
+	if r.cfg.HeartbeatInterval > 0 {
+		helpers.Add(1)
+		go func() { defer helpers.Done(); r.heartbeat(ctx, bg) }()
+	}
 	go func() { defer helpers.Done(); r.listen(bg) }()
 	go func() { defer helpers.Done(); r.renewLoop(bg) }()
 	go func() { defer helpers.Done(); r.watchBrokers(bg) }()
@@ -102,6 +110,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	err := r.loop(ctx, bg)
 	stopBG()
 	helpers.Wait()
+	r.finalBeat(ctx)
 	return err
 }
 

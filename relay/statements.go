@@ -25,6 +25,7 @@ type statements struct {
 	unblockAfter   string
 	sweepOrdered   string
 	sweepUnordered string
+	heartbeat      string
 }
 
 func newStatements(schema string) statements {
@@ -42,5 +43,6 @@ func newStatements(schema string) statements {
 		unblockAfter:   load("unblock_after"),
 		sweepOrdered:   load("sweep_ordered"),
 		sweepUnordered: load("sweep_unordered"),
+		heartbeat:      load("heartbeat"),
 	}
 }

@@ -38,6 +38,7 @@ type overviewVM struct {
 	tables            []inspect.TableHealth
 	xmin              *inspect.XminHolder
 	relay             *RelayStatus
+	relays            relaysVM
 	extras            []string
 
 	// errorKeys are failedByError's keys as stored: the filter's argument.
@@ -70,6 +71,7 @@ func newOverviewVM(s inspect.Snapshot, relay Relay, extras []Extra) overviewVM {
 		failedGroupsOf:    s.FailedGroupsOf,
 		sample:            sampleOf(s),
 		blockedEstimate:   s.Blocked.Estimate,
+		relays:            newRelaysVM(s),
 	}
 	for _, b := range s.Blocked.Aggregates {
 		vm.blocked = append(vm.blocked, blockedVM{
@@ -257,6 +259,11 @@ func (m *Model) viewOverview(w, h int) string {
 	for _, e := range vm.extras {
 		right = append(right, st.warn.Render(e))
 	}
+	// Every relay process the outbox knows of (heartbeats, lease holders), then
+	// as many of them as fit beside the OUTBOX column: the list never pushes the
+	// incident sections down.
+	right = append(right, kv("relays seen", m.relaysSummary()))
+	right = append(right, m.relayLines(len(left)-len(right), w-w/2, since)...)
 
 	colW := w / 2
 	lines := joinColumns(left, right, colW, w-colW)

@@ -123,6 +123,9 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 			return nil, ConfigError{err}
 		}
 		conns += int32(rcfg.InFlight)
+		if rcfg.HeartbeatInterval >= 0 {
+			conns++ // the heartbeat's one short statement every few seconds never waits for a batch's connection
+		}
 	}
 	if cfg.Housekeeping.Enabled() {
 		conns++

@@ -37,6 +37,7 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.cfg.PollInterval, "poll-interval", d.PollInterval, "longest wait between claims when no NOTIFY arrives")
 	fs.DurationVar(&f.cfg.LockTimeout, "lock-timeout", d.LockTimeout, "longest wait of a claim for a lock; a relay frozen inside a claim is ended by PostgreSQL after twice this")
 	fs.DurationVar(&f.cfg.SweepInterval, "sweep-interval", d.SweepInterval, "how often waiting events whose blocker vanished (deleted by hand) are brought back")
+	fs.DurationVar(&f.cfg.HeartbeatInterval, "heartbeat-interval", d.HeartbeatInterval, "how often the relay writes its row in outbox_relay (state, in-flight events); gone after 3 missed; negative: none")
 	fs.DurationVar(&f.cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "on SIGINT/SIGTERM, wait this long for in-flight batches, then release them")
 }
 
@@ -65,6 +66,7 @@ func (f *relayFlags) resolve(schema string, io IO) error {
 	}
 	f.cfg.Ordering = relay.Ordering(f.ordering)
 	f.cfg.Schema = schema
+	f.cfg.Version = Version
 	if err := f.cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}

@@ -82,6 +82,8 @@ func status(ctx context.Context, args []string, io IO) error {
 	critBlocked := fs.Int64("crit-blocked", -1, "CRITICAL when more than this many aggregates are blocked (-1: no check)")
 	maxOldest := fs.Duration("max-oldest", 0, "CRITICAL when the oldest pending event (ready or scheduled, from created_at) is older than this (0: no check)")
 	maxFailed := fs.Int64("max-failed", -1, "CRITICAL when more than this many events are failed (-1: no check; the older name of --crit-failed)")
+	warnNoRelay := fs.Duration("warn-no-relay", 0, "WARNING when no relay has been seen (heartbeat or live lease) for longer than this, or none ever (0, the default: no check)")
+	critNoRelay := fs.Duration("crit-no-relay", 0, "CRITICAL when no relay has been seen for longer than this, or none ever (0, the default: no check)")
 	fleetFile := fs.String("fleet", "", "check every outbox of this fleet file (TOML; see README \"Running many outboxes\"): one line each, the worst level wins")
 	var kafka relayFlags
 	kafka.registerKafka(fs)
@@ -94,7 +96,8 @@ func status(ctx context.Context, args []string, io IO) error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--warn-oldest", *warnOldest}, {"--crit-oldest", *critOldest}, {"--max-oldest", *maxOldest}} {
+	}{{"--warn-oldest", *warnOldest}, {"--crit-oldest", *critOldest}, {"--max-oldest", *maxOldest},
+		{"--warn-no-relay", *warnNoRelay}, {"--crit-no-relay", *critNoRelay}} {
 		if d.v < 0 {
 			return usagef("%s must not be negative", d.name)
 		}
@@ -121,6 +124,9 @@ func status(ctx context.Context, args []string, io IO) error {
 		}
 		if lt.set() {
 			return usagef("consumer lag thresholds are not checked with --fleet yet")
+		}
+		if *warnNoRelay > 0 || *critNoRelay > 0 {
+			return usagef("--warn-no-relay and --crit-no-relay are not checked with --fleet yet")
 		}
 		th := fleet.Thresholds{WarnOldest: *warnOldest, CritOldest: *critOldest, WarnFailed: *warnFailed, CritFailed: *critFailed,
 			WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest}
@@ -182,6 +188,7 @@ func status(ctx context.Context, args []string, io IO) error {
 	if consumers != nil {
 		lt.check(*consumers, verdict.Value, func(what string) { verdict.Note(what, fleet.Warning) })
 	}
+	checkNoRelay(verdict, s, *warnNoRelay, *critNoRelay)
 	check.Crossed, check.Thresholds = verdict.Crossed, verdict.Thresholds
 	level := int(verdict.Level)
 	check.Level = levelNames[level]
@@ -260,6 +267,10 @@ func statusSummary(check statusCheck, s inspect.Snapshot, publishable inspect.Ag
 	perf("oldest_publishable", fmt.Sprintf("%.3fs", publishable.Duration().Seconds()), "oldest publishable")
 	perf("oldest_pending", fmt.Sprintf("%.3fs", s.OldestPendingAge.Duration().Seconds()), "oldest pending")
 	perf("published_1m", fmt.Sprint(s.Published.Last1m.Value), "")
+	perf("relays", fmt.Sprint(s.RelaysLive()), "")
+	if age, seen := s.NoRelayFor(); seen {
+		perf("no_relay", fmt.Sprintf("%.3fs", age.Duration().Seconds()), noRelayCheck)
+	}
 	if consumers != nil {
 		b.WriteString(lagPerf(*consumers, check))
 	}
@@ -327,6 +338,7 @@ func printStatus(w io.Writer, s inspect.Snapshot) {
 				short(tui.Sanitize(b.AggregateID), 40), b.Blocker.EventID, b.Blocker.State, b.Waiting)
 		}
 	}
+	printRelays(w, s)
 	for _, con := range s.Inbox {
 		fmt.Fprintf(w, "inbox %s: %s consumed, %d in the last 5m\n", short(tui.Sanitize(con.Name), 40), con.Total, con.Last5m)
 	}

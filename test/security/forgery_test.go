@@ -54,6 +54,11 @@ var forgeries = []struct{ what, sql string }{
 	{"write an audit row through the internal helper", `SELECT outboxtop_audit_write('alice', 'skip', '{}', NULL, 1, 'forged')`},
 	{"archive without an audit row (housekeeping function)", `SELECT outboxtop_archive_published(interval '0', 100)`},
 	{"delete archived events (housekeeping function)", `SELECT outboxtop_delete_archived(interval '0', 100)`},
+	{"forge a relay heartbeat", `INSERT INTO outbox_relay (holder, db_user, state, started_at, seen_at, interval_ms)
+		VALUES ('forged:1', 'someone', 'running', now(), now() + interval '100 years', 5000)`},
+	{"keep a dead relay alive", `UPDATE outbox_relay SET seen_at = now() + interval '100 years'`},
+	{"rename a relay's state", `UPDATE outbox_relay SET state = 'stopped'`},
+	{"erase the relays' heartbeats", `DELETE FROM outbox_relay`},
 	{"change the version table", `DELETE FROM outboxtop_schema_version`},
 	{"create a table", `CREATE TABLE public.forged (x int)`},
 	{"replace an action function", `CREATE OR REPLACE FUNCTION public.outboxtop_audit_relay(p_actor text, p_action text)
@@ -76,6 +81,10 @@ func TestForgeriesRefusedForEveryRole(t *testing.T) {
 					available_at, attempts, seq, published_at)
 				SELECT event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at, 1, seq, now() FROM d`,
 				archived); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.admin.Exec(b.ctx, `INSERT INTO outbox_relay (holder, db_user, state, started_at, seen_at, interval_ms)
+				VALUES ('relay-a:1', 'outboxtop', 'running', now(), now(), 5000)`); err != nil {
 				t.Fatal(err)
 			}
 			before := b.fingerprint(t)
@@ -115,6 +124,57 @@ func TestOnlyTheRelayNamesAHolder(t *testing.T) {
 	}
 }
 
+// TestOnlyTheRelayBeats: a heartbeat (outbox_relay) is written only through
+// outboxtop_relay_beat, which only the relay role may execute; the function takes
+// the time and the database role from the session, and a relay role cannot take
+// over a holder name another role's relay beats under.
+func TestOnlyTheRelayBeats(t *testing.T) {
+	t.Parallel()
+	const beat = `SELECT outboxtop_relay_beat($1, 'running', true, 5000, 0, 'v', 'aggregate', 1000)`
+	for _, role := range roles {
+		t.Run(role, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, role)
+			var ok bool
+			err := b.as.QueryRow(b.ctx, beat, "mine:1").Scan(&ok)
+			if role != "relay" {
+				assertDenied(t, role+" may not beat as a relay", err)
+				var n int
+				if err := b.admin.QueryRow(b.ctx, `SELECT count(*) FROM outbox_relay`).Scan(&n); err != nil || n != 0 {
+					t.Errorf("%d heartbeat rows after %s's refused beat (%v)", n, role, err)
+				}
+				return
+			}
+			if err != nil || !ok {
+				t.Fatalf("the relay's beat: %v, %v", ok, err)
+			}
+			var dbUser string
+			var fresh bool
+			if err := b.admin.QueryRow(b.ctx, `SELECT db_user, seen_at = now() OR seen_at > now() - interval '1 minute'
+				FROM outbox_relay WHERE holder = 'mine:1'`).Scan(&dbUser, &fresh); err != nil || dbUser != b.role || !fresh {
+				t.Errorf("the relay's row: db_user %q fresh %v (%v); want %q, now", dbUser, fresh, err, b.role)
+			}
+			// Another role's relay beats as "theirs:1": this relay role cannot
+			// overwrite it, e.g. to hide that it is gone.
+			if _, err := b.admin.Exec(b.ctx, `INSERT INTO outbox_relay (holder, db_user, state, started_at, seen_at, interval_ms)
+				VALUES ('theirs:1', 'another_role', 'running', now() - interval '1 hour', now() - interval '1 hour', 5000)`); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.as.QueryRow(b.ctx, beat, "theirs:1").Scan(&ok); err != nil || ok {
+				t.Errorf("beat under another role's holder: %v, %v; want false", ok, err)
+			}
+			var old bool
+			if err := b.admin.QueryRow(b.ctx, `SELECT seen_at < now() - interval '30 minutes' AND db_user = 'another_role'
+				FROM outbox_relay WHERE holder = 'theirs:1'`).Scan(&old); err != nil || !old {
+				t.Errorf("another role's heartbeat was overwritten (%v)", err)
+			}
+			// Nor may it read the table: a relay needs no SELECT on it.
+			_, err = b.as.Exec(b.ctx, `SELECT * FROM outbox_relay`)
+			assertDenied(t, "relay may not read outbox_relay", err)
+		})
+	}
+}
+
 // fingerprint sums up every row of the outbox, the archive and the audit trail.
 func (b *bundle) fingerprint(t *testing.T) string {
 	t.Helper()
@@ -122,7 +182,8 @@ func (b *bundle) fingerprint(t *testing.T) string {
 	if err := b.admin.QueryRow(b.ctx, `SELECT
 		(SELECT coalesce(md5(string_agg(e::text, '|' ORDER BY seq)), '') FROM outbox_event e) || ' ' ||
 		(SELECT coalesce(md5(string_agg(a::text, '|' ORDER BY seq)), '') FROM outbox_event_archive a) || ' ' ||
-		(SELECT count(*) FROM outbox_audit)`).Scan(&s); err != nil {
+		(SELECT count(*) FROM outbox_audit) || ' ' ||
+		(SELECT coalesce(md5(string_agg(r::text, '|' ORDER BY holder)), '') FROM outbox_relay r)`).Scan(&s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -293,6 +354,7 @@ func TestActionFunctionsArePinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rows.Close()
+	// outboxtop_relay_beat is the relay's (TestOnlyTheRelayBeats).
 	operatorMay := map[string]bool{"outboxtop_retry": true, "outboxtop_reset_lease": true, "outboxtop_park": true,
 		"outboxtop_skip": true, "outboxtop_archive": true, "outboxtop_replay": true, "outboxtop_audit_relay": true}
 	n := 0
@@ -316,8 +378,8 @@ func TestActionFunctionsArePinned(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n != 10 {
-		t.Errorf("%d SECURITY DEFINER functions, want 10 (the six actions, the audit writer, the pause audit, two housekeeping)", n)
+	if n != 11 {
+		t.Errorf("%d SECURITY DEFINER functions, want 11 (the six actions, the audit writer, the pause audit, two housekeeping, the relay heartbeat)", n)
 	}
 }
 
@@ -350,5 +412,44 @@ func TestPrintedGrantsReplaceEarlierOnes(t *testing.T) {
 	}
 	if _, err := in.Do(b.ctx, inspect.Request{Action: inspect.Retry, Filter: inspect.Filter{All: true}, Actor: "erin"}); err != nil {
 		t.Errorf("the operator's actions after re-applying the grants: %v", err)
+	}
+}
+
+// TestConsoleReadsTheRelays: the console grants read the heartbeats; a console
+// role set up before migration 010 and never upgraded (no SELECT on
+// outbox_relay) still gets its snapshot, with the relays seen by their leases
+// and the reason the heartbeats are missing.
+func TestConsoleReadsTheRelays(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "console")
+	id := b.insert(t, "order", "o-1", 1)[0]
+	if _, err := b.admin.Exec(b.ctx, `UPDATE outbox_event SET lease_token = gen_random_uuid(), lease_until = now() + interval '1 minute',
+			lease_holder = 'relay-a:1', attempts = 1 WHERE event_id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.admin.Exec(b.ctx, `INSERT INTO outbox_relay (holder, db_user, state, started_at, seen_at, interval_ms)
+		VALUES ('relay-a:1', 'outboxtop_relay', 'running', now(), now(), 5000)`); err != nil {
+		t.Fatal(err)
+	}
+	in, err := inspect.New(b.as, "public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := in.Snapshot(b.ctx)
+	if err != nil {
+		t.Fatalf("Snapshot under the console grants: %v", err)
+	}
+	if len(s.Relays) != 1 || s.Relays[0].State != "running" || s.Relays[0].Leases != 1 || s.RelaysError != "" {
+		t.Fatalf("relays %+v (%q), want relay-a:1 running with its lease", s.Relays, s.RelaysError)
+	}
+	if _, err := b.admin.Exec(b.ctx, "REVOKE SELECT ON outbox_relay FROM "+pgx.Identifier{b.role}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	s, err = in.Snapshot(b.ctx)
+	if err != nil {
+		t.Fatalf("Snapshot without SELECT on outbox_relay: %v", err)
+	}
+	if len(s.Relays) != 1 || s.Relays[0].State != inspect.RelayLeasing || s.RelaysError == "" || s.Counts.Leased != 1 {
+		t.Fatalf("without the heartbeat grant: relays %+v (%q), leased %d; want relay-a:1 leasing and the reason", s.Relays, s.RelaysError, s.Counts.Leased)
 	}
 }

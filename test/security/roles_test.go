@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/cli"
@@ -145,8 +146,9 @@ func TestRelayGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
+	m := relay.NewMetrics(nil)
 	r, err := relay.New(b.as, client, relay.Config{TopicTemplate: k.Prefix + "outbox.{aggregate_type}", Drain: true,
-		PollInterval: 50 * time.Millisecond, BackoffBase: 10 * time.Millisecond})
+		PollInterval: 50 * time.Millisecond, BackoffBase: 10 * time.Millisecond, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +166,15 @@ func TestRelayGrants(t *testing.T) {
 	// Every row the relay claimed names it (host:pid), the column grant allowing.
 	if n := b.count(t, "lease_holder = '"+relay.DefaultHolder()+"'"); n != 26 {
 		t.Errorf("%d rows name the relay %s as their holder, want 26", n, relay.DefaultHolder())
+	}
+	// Its heartbeat too, through the beat function: the last one says stopped.
+	var state, dbUser string
+	if err := b.admin.QueryRow(b.ctx, `SELECT state, db_user FROM outbox_relay WHERE holder = $1`, relay.DefaultHolder()).
+		Scan(&state, &dbUser); err != nil || state != "stopped" || dbUser != b.role {
+		t.Errorf("the relay's heartbeat under the relay grants: state %q db_user %q (%v); want stopped, %s", state, dbUser, err, b.role)
+	}
+	if n := testutil.ToFloat64(m.HeartbeatFailures); n != 0 {
+		t.Errorf("%v heartbeats refused under the relay grants", n)
 	}
 	if got := len(k.Consume(t, 25, 30*time.Second, k.Prefix+"outbox.order")); got < 25 {
 		t.Errorf("Kafka holds %d records, want 25", got)

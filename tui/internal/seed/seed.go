@@ -117,6 +117,25 @@ func Seed(ctx context.Context, pool *pgxpool.Pool, schema string, base time.Time
 				return fmt.Errorf("seeding inbox row %d: %w", i, err)
 			}
 		}
+		// Heartbeats (migration 010): relay-a beats, relay-c is paused, relay-b
+		// stopped beating three minutes ago (gone); the pod holding a lease has
+		// no heartbeat row (a relay older than 010: "leasing").
+		relays := pgx.Identifier{schema, "outbox_relay"}.Sanitize()
+		for i, r := range []struct {
+			holder, state string
+			seen          time.Duration
+			inFlight      int
+		}{
+			{"relay-a:4242", "running", -2 * time.Second, 1},
+			{"relay-c:310", "paused", -time.Second, 0},
+			{"relay-b:77", "running", -3 * time.Minute, 0},
+		} {
+			if _, err := tx.Exec(ctx, `INSERT INTO `+relays+` (holder, db_user, state, started_at, seen_at, interval_ms,
+				in_flight, version, ordering, batch_size) VALUES ($1, 'outboxtop_relay', $2, $3, $4, 5000, $5, 'v1.4.0', 'aggregate', 1000)`,
+				r.holder, r.state, t(-2*time.Hour), t(r.seen), r.inFlight); err != nil {
+				return fmt.Errorf("seeding heartbeat %d: %w", i, err)
+			}
+		}
 		return nil
 	})
 }
