@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -11,8 +12,8 @@ import (
 	"github.com/outboxtop/outboxtop/tui"
 )
 
-// fleetConsoleFlags are the console flags that apply with --fleet; any other
-// set on the command line is refused (the fleet console embeds no relay, and
+// fleetConsoleFlags are the console flags that apply with --fleet, besides
+// fleetKafkaFlags; any other set on the command line is refused (the fleet console embeds no relay, and
 // each outbox's connection comes from the fleet file).
 var fleetConsoleFlags = map[string]bool{"fleet": true, "read-only": true, "actor": true, "no-relay": true}
 
@@ -21,18 +22,21 @@ var fleetConsoleFlags = map[string]bool{"fleet": true, "read-only": true, "actor
 func runFleetConsole(ctx context.Context, fs *pflag.FlagSet, c *consoleFlags, io IO) error {
 	var err error
 	fs.Visit(func(f *pflag.Flag) {
-		if err == nil && !fleetConsoleFlags[f.Name] && io.Getenv(EnvName(f.Name)) == "" {
+		if err == nil && !fleetConsoleFlags[f.Name] && !slices.Contains(fleetKafkaFlags, f.Name) && io.Getenv(EnvName(f.Name)) == "" {
 			err = usagef("--%s does not apply with --fleet: the fleet console runs no relay and takes each outbox's database from the fleet file", f.Name)
 		}
 	})
 	if err != nil {
 		return err
 	}
+	if err := c.relay.resolveKafka(io); err != nil {
+		return err
+	}
 	f, err := fleet.Load(c.fleet, io.Getenv)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	p, err := fleet.NewPoller(f, fleet.Config{})
+	p, err := fleet.NewPoller(f, fleet.Config{Dial: fleetLagDial(c.relay.kafka)})
 	if err != nil {
 		return usagef("%v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -20,7 +21,7 @@ import (
 	"github.com/outboxtop/outboxtop/tui"
 )
 
-// serveFleetFlags are serve's flags that apply with --fleet.
+// serveFleetFlags are serve's flags that apply with --fleet, besides fleetKafkaFlags.
 var serveFleetFlags = map[string]bool{"fleet": true, "ssh-addr": true, "host-key": true, "authorized-keys": true, "operators": true,
 	"idle-timeout": true, "max-sessions-per-key": true, "no-relay": true, "read-only": true, "log-format": true, "log-level": true}
 
@@ -30,7 +31,7 @@ var serveFleetFlags = map[string]bool{"fleet": true, "ssh-addr": true, "host-key
 func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) error {
 	var err error
 	fs.Visit(func(fl *pflag.Flag) {
-		if err == nil && !serveFleetFlags[fl.Name] && sio.Getenv(EnvName(fl.Name)) == "" {
+		if err == nil && !serveFleetFlags[fl.Name] && !slices.Contains(fleetKafkaFlags, fl.Name) && sio.Getenv(EnvName(fl.Name)) == "" {
 			err = usagef("--%s does not apply with --fleet: serve --fleet runs no relay and takes each outbox's database from the fleet file", fl.Name)
 		}
 	})
@@ -45,7 +46,10 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 	if err != nil {
 		return usagef("%v", err)
 	}
-	p, err := fleet.NewPoller(file, fleet.Config{})
+	if err := f.relay.resolveKafka(sio); err != nil {
+		return err
+	}
+	p, err := fleet.NewPoller(file, fleet.Config{Dial: fleetLagDial(f.relay.kafka)})
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -73,7 +77,7 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 			}
 			fmt.Fprintln(w, fleetSummary(level, rows))
 			for _, r := range rows {
-				r.Reason = tui.Sanitize(r.Reason)
+				sanitizeRow(&r)
 				fmt.Fprintln(w, fleetLine(r))
 			}
 			return nil

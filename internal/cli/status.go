@@ -119,12 +119,13 @@ func status(ctx context.Context, args []string, io IO) error {
 				return usagef("--%s and --fleet: the fleet file names each outbox's database and schema", name)
 			}
 		}
-		if lt.set() {
-			return usagef("consumer lag thresholds are not checked with --fleet yet")
-		}
 		th := fleet.Thresholds{WarnOldest: *warnOldest, CritOldest: *critOldest, WarnFailed: *warnFailed, CritFailed: *critFailed,
 			WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest}
-		return statusFleet(ctx, *fleetFile, th, *asJSON, io)
+		lt.into(&th)
+		if err := kafka.resolveKafka(io); err != nil {
+			return err
+		}
+		return statusFleet(ctx, *fleetFile, th, fleetLagDial(kafka.kafka), *asJSON, io)
 	}
 	if err := kafka.resolveKafka(io); err != nil {
 		return err
@@ -170,6 +171,7 @@ func status(ctx context.Context, args []string, io IO) error {
 
 	th := fleet.Thresholds{WarnOldest: *warnOldest, CritOldest: *critOldest, WarnFailed: *warnFailed, CritFailed: *critFailed,
 		WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest}
+	lt.into(&th)
 	verdict := th.Check(s, publishable)
 	check := statusCheck{}
 	if *maxOldest > 0 {
@@ -180,7 +182,7 @@ func status(ctx context.Context, args []string, io IO) error {
 		check.MaxFailed = maxFailed
 	}
 	if consumers != nil {
-		lt.check(*consumers, verdict.Value, func(what string) { verdict.Note(what, fleet.Warning) })
+		th.CheckLag(verdict, *consumers, tui.Sanitize)
 	}
 	check.Crossed, check.Thresholds = verdict.Crossed, verdict.Thresholds
 	level := int(verdict.Level)
