@@ -114,9 +114,9 @@ func status(ctx context.Context, args []string, io IO) error {
 		return err
 	}
 	if *fleetFile != "" {
-		for _, name := range []string{"dsn", "schema", "brokers"} {
+		for _, name := range []string{"dsn", "schema", "brokers", "groups", "exclude-groups", "lag-topics"} {
 			if fs.Changed(name) && io.Getenv(EnvName(name)) == "" {
-				return usagef("--%s and --fleet: the fleet file names each outbox's database and schema", name)
+				return usagef("--%s and --fleet: the fleet file names each outbox's database, schema, brokers and consumer groups", name)
 			}
 		}
 		th := fleet.Thresholds{WarnOldest: *warnOldest, CritOldest: *critOldest, WarnFailed: *warnFailed, CritFailed: *critFailed,

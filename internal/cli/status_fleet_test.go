@@ -171,6 +171,7 @@ func TestStatusFleetRefusesBadUsage(t *testing.T) {
 		{"status", "--fleet", bad},
 		{"status", "--fleet", filepath.Join(dir, "missing.toml")},
 		{"status", "--fleet", bad, "--dsn", "postgres://u@h/db"},
+		{"status", "--fleet", bad, "--groups", "billing"},
 	} {
 		r := run(t, nil, args...)
 		if r.code != ExitStatusUsage || strings.Count(strings.TrimSpace(r.err), "\n") != 0 || strings.Contains(r.err, "hunter2") {
