@@ -494,10 +494,10 @@ func (m *FleetModel) helpScreen(w, h int) string {
 		line("LAG AGE", "oldest unconsumed record"),
 		line("CONDITION", "the worst thing, or ok"),
 		"",
-		st.dim.Render("LAG and LAG AGE show from 100 columns"),
-		st.dim.Render("on, for outboxes with brokers; a lag"),
-		st.dim.Render("past a threshold, or brokers that do"),
-		st.dim.Render("not answer, are the CONDITION."),
+		st.dim.Render("LAG: outboxes with brokers; below 100"),
+		st.dim.Render("columns in IN/S's place, without AGE."),
+		st.dim.Render("A lag past a threshold, or brokers"),
+		st.dim.Render("that do not answer: the CONDITION."),
 	}
 	lines := joinColumns(left, right, w/2, w-w/2)
 	for len(lines) < h {
