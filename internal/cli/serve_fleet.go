@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/consumerlag"
 	"github.com/outboxtop/outboxtop/internal/fleet"
 	"github.com/outboxtop/outboxtop/internal/sshconsole"
 	"github.com/outboxtop/outboxtop/tui"
@@ -54,7 +55,7 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 		return usagef("%v", err)
 	}
 	defer p.Close()
-	pools := &fleetPools{poller: p, pools: map[string]*pgxpool.Pool{}}
+	pools := &fleetPools{poller: p, dial: fleetLagDial(f.relay.kafka), pools: map[string]*pgxpool.Pool{}, lags: map[string]fleetLag{}}
 	defer pools.close()
 	srv, err := sshconsole.New(sshconsole.Config{
 		HostKeyPath:        f.hostKey,
@@ -120,20 +121,30 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 	return err
 }
 
-// fleetPools are the pools of the outboxes opened over SSH, one per outbox.
+// fleetPools are the pools of the outboxes opened over SSH, one per outbox,
+// and their consumer lag caches, one per outbox with brokers: the sessions
+// that open an outbox share them.
 type fleetPools struct {
 	poller *fleet.Poller
+	dial   func([]string) consumerlag.Dial
 	mu     sync.Mutex
 	pools  map[string]*pgxpool.Pool
+	lags   map[string]fleetLag
+}
+
+type fleetLag struct {
+	lag   tui.ConsumerLag
+	close func()
 }
 
 func (f *fleetPools) open(ctx context.Context, name string, operator bool) (tui.Options, func(), error) {
 	f.mu.Lock()
 	pool, schema := f.pools[name], ""
 	f.mu.Unlock()
+	var outbox fleet.Outbox
 	for _, o := range f.poller.Outboxes() {
 		if o.Name == name {
-			schema = o.Schema
+			schema, outbox = o.Schema, o
 		}
 	}
 	if pool == nil {
@@ -157,12 +168,26 @@ func (f *fleetPools) open(ctx context.Context, name string, operator bool) (tui.
 	if err != nil {
 		return tui.Options{}, nil, err
 	}
-	return tui.Options{Inspector: in}, nil, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok := f.lags[name]
+	if !ok {
+		lag, closeLag, err := fleetOutboxLag(f.dial, outbox, pool)
+		if err != nil {
+			return tui.Options{}, nil, err
+		}
+		l = fleetLag{lag, closeLag}
+		f.lags[name] = l
+	}
+	return tui.Options{Inspector: in, Consumers: l.lag}, nil, nil
 }
 
 func (f *fleetPools) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for _, l := range f.lags {
+		l.close()
+	}
 	for _, p := range f.pools {
 		p.Close()
 	}

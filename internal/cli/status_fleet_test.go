@@ -17,7 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/outboxtop/outboxtop/internal/fleet"
 	"github.com/outboxtop/outboxtop/internal/testenv"
+	"github.com/outboxtop/outboxtop/relay"
 )
 
 // fleetFile writes a fleet of three outboxes: "orders" healthy (one event ready
@@ -372,5 +374,33 @@ func TestStatusFleetChecksConsumerLagPerOutbox(t *testing.T) {
 		case o.Name == "billing" && (!o.Reachable || o.Level != "WARNING" || o.Consumers.Problem == ""):
 			t.Errorf("billing %+v %+v", o, *o.Consumers)
 		}
+	}
+}
+
+// An outbox opened from the fleet has its Consumers view on its own brokers
+// and groups.
+func TestFleetOutboxConsoleReadsItsConsumerLag(t *testing.T) {
+	t.Parallel()
+	path, env, group := lagFleetFile(t)
+	f, err := fleet.Load(path, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := fleet.NewPoller(f, fleet.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	opts, closeFn, err := openFleetOutbox(p, fleetLagDial(relay.KafkaConfig{}), true, "tester")(context.Background(), "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if opts.Consumers == nil {
+		t.Fatal("no consumer lag for an outbox with brokers")
+	}
+	r := opts.Consumers.Report()
+	if len(r.Groups) != 1 || r.Groups[0].Name != group || r.Groups[0].Lag != 10 {
+		t.Errorf("report %+v, want %s 10 behind", r, group)
 	}
 }
