@@ -24,7 +24,7 @@ type FleetSource interface {
 }
 
 // FleetOptions configure the fleet console: one row per outbox, enter opens
-// that outbox's console, esc comes back.
+// that outbox's console, esc or q comes back.
 type FleetOptions struct {
 	// Source supplies the rows. Required.
 	Source FleetSource
@@ -43,7 +43,9 @@ type FleetOptions struct {
 }
 
 // FleetModel is the fleet console's root model. While an outbox's console is
-// open it owns the screen and every key but the esc that leaves it.
+// open it owns the screen and every key but those that leave it, as in k9s:
+// esc when it has nothing else to close, q when q would have quit it. ctrl+c
+// quits from anywhere.
 type FleetModel struct {
 	opts          FleetOptions
 	styles        styles
