@@ -24,7 +24,7 @@ type FleetSource interface {
 }
 
 // FleetOptions configure the fleet console: one row per outbox, enter opens
-// that outbox's console, esc comes back.
+// that outbox's console, esc or q comes back.
 type FleetOptions struct {
 	// Source supplies the rows. Required.
 	Source FleetSource
@@ -43,7 +43,9 @@ type FleetOptions struct {
 }
 
 // FleetModel is the fleet console's root model. While an outbox's console is
-// open it owns the screen and every key but the esc that leaves it.
+// open it owns the screen and every key but those that leave it, as in k9s:
+// esc when it has nothing else to close, q when q would have quit it. ctrl+c
+// quits from anywhere.
 type FleetModel struct {
 	opts          FleetOptions
 	styles        styles
@@ -59,6 +61,7 @@ type FleetModel struct {
 	filter      string
 	filtering   bool
 	filterInput []rune
+	helping     bool // the ? screen is shown
 
 	status    string
 	statusBad bool
@@ -133,7 +136,10 @@ func (m *FleetModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.wrap(cmd)
 	case tea.KeyPressMsg:
 		if m.inner != nil {
-			if msg.Code == tea.KeyEscape && m.inner.escIdle() {
+			// As in k9s: esc (when the console has nothing else to close) and q
+			// (when it is not typed text or a prompt's answer) go back; ctrl+c
+			// quits from anywhere.
+			if (msg.Code == tea.KeyEscape && m.inner.escIdle()) || (msg.String() == "q" && m.inner.quitsOnQ()) {
 				m.closeInner()
 				m.setStatus("", false)
 				return m, nil
@@ -216,9 +222,19 @@ func (m *FleetModel) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.filterKey(msg)
 	}
 	k := m.keys
+	if m.helping {
+		// Any key closes the help screen; ctrl+c still quits.
+		m.helping = false
+		if msg.String() == "ctrl+c" {
+			return tea.Quit
+		}
+		return nil
+	}
 	switch {
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
+	case key.Matches(msg, k.Help):
+		m.helping = true
 	case key.Matches(msg, k.Down):
 		m.move(1)
 	case key.Matches(msg, k.Up):
@@ -310,6 +326,8 @@ func (m *FleetModel) opened(msg fleetOpenedMsg) tea.Cmd {
 	}
 	o.Terminal = m.opts.Terminal
 	m.inner, m.innerName, m.innerClose, m.innerStop = New(o), msg.name, msg.close, stop
+	// Its footer and help screen say what q does here.
+	m.inner.keys.Quit.SetHelp("q", "back to fleet")
 	m.setStatus("", false)
 	_, cmd := m.inner.Update(tea.WindowSizeMsg{Width: m.width, Height: m.height})
 	return tea.Batch(m.wrap(cmd), m.wrap(m.inner.Init()))
@@ -356,6 +374,9 @@ func (m *FleetModel) Render() string {
 		return fmt.Sprintf("outboxtop needs %d×%d\n(this terminal is %d×%d)", MinWidth, MinHeight, m.width, m.height)
 	}
 	st := m.styles
+	if m.helping {
+		return strings.Join([]string{m.headerLine(), m.helpScreen(m.width, m.height-3), m.statusLine(), m.footer()}, "\n")
+	}
 	lines := []string{m.headerLine(), st.header.Render(fit(m.columns().header(), m.width, false))}
 	h := m.height - 4
 	first := 0
@@ -424,34 +445,124 @@ func (m *FleetModel) statusLine() string {
 func (m *FleetModel) footer() string {
 	k := m.keys
 	var b []key.Binding
-	if m.filtering {
+	switch {
+	case m.filtering:
 		b = []key.Binding{helpOnly("enter", "apply"), helpOnly("esc", "cancel"), helpOnly("backspace", "delete")}
-	} else {
-		b = []key.Binding{helpOnly("enter", "open outbox"), helpOnly("esc", "back to fleet"), helpOnly("/", "filter by label"), k.Down, k.Up, k.Quit}
+	case m.helping:
+		b = []key.Binding{helpOnly("any key", "close help"), helpOnly("ctrl+c", "quit")}
+	default:
+		b = []key.Binding{helpOnly("enter", "open outbox"), helpOnly("/", "filter")}
+		if m.filter != "" {
+			b = append(b, helpOnly("esc", "clear filter"))
+		}
+		b = append(b, helpOnly("j/k", "move"), k.Help, k.Quit)
 	}
 	return ansi.Truncate(m.help.ShortHelpView(b), m.width, "…")
 }
 
+// helpScreen is the fleet's ? screen: its keys, those that leave an outbox's
+// console, and what the columns mean.
+func (m *FleetModel) helpScreen(w, h int) string {
+	st := m.styles
+	line := func(k, desc string) string { return "  " + fit(k, 10, false) + " " + desc }
+	left := []string{
+		st.section.Render("FLEET"),
+		line("enter", "open the outbox's console"),
+		line("j/↓ k/↑", "down, up"),
+		line("g G", "top, bottom"),
+		line("/", "filter: team=payments, or"),
+		line("", "part of an outbox's name"),
+		line("esc", "clear the filter"),
+		line("?", "this help"),
+		line("q ctrl+c", "quit"),
+		"",
+		st.section.Render("IN AN OUTBOX'S CONSOLE"),
+		line("esc", "back to the fleet (once"),
+		line("", "nothing else is open)"),
+		line("q", "back to the fleet"),
+		line("ctrl+c", "quit outboxtop"),
+		line("?", "that console's keys"),
+	}
+	right := []string{
+		st.section.Render("COLUMNS (worst outboxes first)"),
+		line("LVL", "OK WARN CRIT UNKN"),
+		line("PUBLISH", "publishable events"),
+		line("OLDEST", "the oldest of them waited"),
+		line("IN/S OUT/S", "added, published a second"),
+		line("FAILED", "dead events"),
+		line("BLOCKD", "blocked aggregates"),
+		line("LEASE", "leases; none!: no relay"),
+		line("LAG", "largest consumer lag"),
+		line("LAG AGE", "oldest unconsumed record"),
+		line("CONDITION", "the worst thing, or ok"),
+		"",
+		st.dim.Render("LAG: outboxes with brokers; below 100"),
+		st.dim.Render("columns in IN/S's place, without AGE."),
+		st.dim.Render("A lag past a threshold, or brokers"),
+		st.dim.Render("that do not answer: the CONDITION."),
+	}
+	lines := joinColumns(left, right, w/2, w-w/2)
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return clip(lines, w, h)
+}
+
 // fleetColumns lay the fleet table out in a width.
 type fleetColumns struct {
-	width  int
-	labels bool // wide enough for a labels column
+	width int
+	// lag: some outbox names brokers. Below fleetLagWidth the LAG column takes
+	// IN/S's place (at 80 columns the condition keeps its room) and the age of
+	// the oldest unconsumed record is left to the condition when it crosses a
+	// threshold; from fleetLagWidth on both show beside IN/S.
+	lag, lagAge, in bool
+	labels          bool // wide enough for a labels column
 }
+
+// Below these widths the condition would be squeezed: the labels (25 cells)
+// give way first, then the lag's age and IN/S.
+const (
+	fleetLagWidth          = 100
+	fleetLabelsWidth       = 110
+	fleetLabelsAndLagWidth = 130
+)
 
 func (m *FleetModel) columns() fleetColumns {
-	return fleetColumns{width: m.width, labels: m.width >= 110}
+	c := fleetColumns{width: m.width, in: true}
+	for _, r := range m.rows {
+		if len(r.Brokers) > 0 {
+			c.lag = true
+		}
+	}
+	if c.lag {
+		c.lagAge = m.width >= fleetLagWidth
+		c.in = c.lagAge
+	}
+	c.labels = m.width >= fleetLabelsWidth && (!c.lag || m.width >= fleetLabelsAndLagWidth)
+	return c
 }
 
-// The fixed columns: level, outbox, publishable, its oldest, rates, failed,
-// blocked, leases; the condition takes the rest of the line.
-const fleetFixed = "%-4s %-12s %7s %6s %6s %6s %6s %6s %5s"
+// cells lays out a row's (or the header's) cells; the condition follows.
+func (c fleetColumns) cells(lvl, name, publish, oldest, in, out, failed, blocked, lease, lag, lagAge, labels string) string {
+	s := fmt.Sprintf("%-4s %-12s %7s %6s", lvl, name, publish, oldest)
+	if c.in {
+		s += fmt.Sprintf(" %6s", in)
+	}
+	s += fmt.Sprintf(" %6s %6s %6s %5s", out, failed, blocked, lease)
+	if c.lag {
+		s += fmt.Sprintf(" %6s", lag)
+	}
+	if c.lagAge {
+		s += fmt.Sprintf(" %7s", lagAge)
+	}
+	if c.labels {
+		s += " " + fit(labels, 24, false)
+	}
+	return s
+}
 
 func (c fleetColumns) header() string {
-	h := fmt.Sprintf(fleetFixed, "LVL", "OUTBOX", "PUBLISH", "OLDEST", "IN/S", "OUT/S", "FAILED", "BLOCKD", "LEASE")
-	if c.labels {
-		h += " " + fmt.Sprintf("%-24s", "LABELS")
-	}
-	return h + " CONDITION"
+	return c.cells("LVL", "OUTBOX", "PUBLISH", "OLDEST", "IN/S", "OUT/S", "FAILED", "BLOCKD", "LEASE", "LAG", "LAG AGE", "LABELS") + " CONDITION"
 }
 
 var levelShort = [...]string{"OK", "WARN", "CRIT", "UNKN"}
@@ -459,10 +570,6 @@ var levelShort = [...]string{"OK", "WARN", "CRIT", "UNKN"}
 func (c fleetColumns) row(r fleet.Row) string {
 	name := fit(Sanitize(r.Name), 12, false)
 	lvl := levelShort[r.Level]
-	labels := ""
-	if c.labels {
-		labels = " " + fit(Sanitize(labelString(r.Labels)), 24, false)
-	}
 	if !r.Reachable {
 		reason := "polling…"
 		if r.Polled {
@@ -479,9 +586,32 @@ func (c fleetColumns) row(r fleet.Row) string {
 	if r.NoRelay {
 		lease = "none!"
 	}
-	s := fmt.Sprintf(fleetFixed, lvl, name, num(r.Publishable, r.PublishableApprox), age(r.OldestPublishableAge.Duration()),
-		in, fmt.Sprintf("%.1f", r.RateOut), num(r.Failed, r.FailedApprox), num(r.Blocked, r.BlockedApprox), lease)
-	return s + labels + " " + Sanitize(r.Condition())
+	lag, lagAge := lagCells(r)
+	return c.cells(lvl, name, num(r.Publishable, r.PublishableApprox), age(r.OldestPublishableAge.Duration()),
+		in, fmt.Sprintf("%.1f", r.RateOut), num(r.Failed, r.FailedApprox), num(r.Blocked, r.BlockedApprox), lease,
+		lag, lagAge, Sanitize(labelString(r.Labels))) + " " + Sanitize(r.Condition())
+}
+
+// lagCells are a row's LAG and LAG AGE: "-" without brokers (or no group
+// reading the outbox's topics), "…" before the first check, "?" when no group
+// could be measured.
+func lagCells(r fleet.Row) (string, string) {
+	l := r.Lag
+	switch {
+	case len(r.Brokers) == 0:
+		return "-", "-"
+	case l == nil:
+		return "…", "…"
+	case l.MaxLagGroup == "" && l.Problem != "":
+		return "?", "?"
+	case l.MaxLagGroup == "":
+		return "-", "-"
+	}
+	a := "-"
+	if l.OldestAge != nil {
+		a = age(l.OldestAge.Duration())
+	}
+	return itoa64(l.MaxLag), a
 }
 
 func labelString(labels map[string]string) string {
@@ -510,4 +640,11 @@ func RunFleet(opts FleetOptions) error {
 		return nil
 	}
 	return err
+}
+
+// quitsOnQ: q would quit this console here (it is not text typed into a
+// filter, an answer to a prompt, or closing the help screen), so the fleet
+// console takes it to mean "back to the fleet".
+func (m *Model) quitsOnQ() bool {
+	return m.tooSmall() || (m.mode != modeConfirm && m.mode != modeFilter && m.mode != modeHelp)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -15,12 +16,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/consumerlag"
 	"github.com/outboxtop/outboxtop/internal/fleet"
 	"github.com/outboxtop/outboxtop/internal/sshconsole"
 	"github.com/outboxtop/outboxtop/tui"
 )
 
-// serveFleetFlags are serve's flags that apply with --fleet.
+// serveFleetFlags are serve's flags that apply with --fleet, besides fleetKafkaFlags.
 var serveFleetFlags = map[string]bool{"fleet": true, "ssh-addr": true, "host-key": true, "authorized-keys": true, "operators": true,
 	"idle-timeout": true, "max-sessions-per-key": true, "no-relay": true, "read-only": true, "log-format": true, "log-level": true}
 
@@ -30,7 +32,7 @@ var serveFleetFlags = map[string]bool{"fleet": true, "ssh-addr": true, "host-key
 func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) error {
 	var err error
 	fs.Visit(func(fl *pflag.Flag) {
-		if err == nil && !serveFleetFlags[fl.Name] && sio.Getenv(EnvName(fl.Name)) == "" {
+		if err == nil && !serveFleetFlags[fl.Name] && !slices.Contains(fleetKafkaFlags, fl.Name) && sio.Getenv(EnvName(fl.Name)) == "" {
 			err = usagef("--%s does not apply with --fleet: serve --fleet runs no relay and takes each outbox's database from the fleet file", fl.Name)
 		}
 	})
@@ -45,12 +47,15 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 	if err != nil {
 		return usagef("%v", err)
 	}
-	p, err := fleet.NewPoller(file, fleet.Config{})
+	if err := f.relay.resolveKafka(sio); err != nil {
+		return err
+	}
+	p, err := fleet.NewPoller(file, fleet.Config{Dial: fleetLagDial(f.relay.kafka)})
 	if err != nil {
 		return usagef("%v", err)
 	}
 	defer p.Close()
-	pools := &fleetPools{poller: p, pools: map[string]*pgxpool.Pool{}}
+	pools := &fleetPools{poller: p, dial: fleetLagDial(f.relay.kafka), pools: map[string]*pgxpool.Pool{}, lags: map[string]fleetLag{}}
 	defer pools.close()
 	srv, err := sshconsole.New(sshconsole.Config{
 		HostKeyPath:        f.hostKey,
@@ -73,7 +78,7 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 			}
 			fmt.Fprintln(w, fleetSummary(level, rows))
 			for _, r := range rows {
-				r.Reason = tui.Sanitize(r.Reason)
+				sanitizeRow(&r)
 				fmt.Fprintln(w, fleetLine(r))
 			}
 			return nil
@@ -116,20 +121,30 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 	return err
 }
 
-// fleetPools are the pools of the outboxes opened over SSH, one per outbox.
+// fleetPools are the pools of the outboxes opened over SSH, one per outbox,
+// and their consumer lag caches, one per outbox with brokers: the sessions
+// that open an outbox share them.
 type fleetPools struct {
 	poller *fleet.Poller
+	dial   func([]string) consumerlag.Dial
 	mu     sync.Mutex
 	pools  map[string]*pgxpool.Pool
+	lags   map[string]fleetLag
+}
+
+type fleetLag struct {
+	lag   tui.ConsumerLag
+	close func()
 }
 
 func (f *fleetPools) open(ctx context.Context, name string, operator bool) (tui.Options, func(), error) {
 	f.mu.Lock()
 	pool, schema := f.pools[name], ""
 	f.mu.Unlock()
+	var outbox fleet.Outbox
 	for _, o := range f.poller.Outboxes() {
 		if o.Name == name {
-			schema = o.Schema
+			schema, outbox = o.Schema, o
 		}
 	}
 	if pool == nil {
@@ -153,12 +168,26 @@ func (f *fleetPools) open(ctx context.Context, name string, operator bool) (tui.
 	if err != nil {
 		return tui.Options{}, nil, err
 	}
-	return tui.Options{Inspector: in}, nil, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l, ok := f.lags[name]
+	if !ok {
+		lag, closeLag, err := fleetOutboxLag(f.dial, outbox, pool)
+		if err != nil {
+			return tui.Options{}, nil, err
+		}
+		l = fleetLag{lag, closeLag}
+		f.lags[name] = l
+	}
+	return tui.Options{Inspector: in, Consumers: l.lag}, nil, nil
 }
 
 func (f *fleetPools) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for _, l := range f.lags {
+		l.close()
+	}
 	for _, p := range f.pools {
 		p.Close()
 	}

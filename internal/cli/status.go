@@ -117,20 +117,21 @@ func status(ctx context.Context, args []string, io IO) error {
 		return err
 	}
 	if *fleetFile != "" {
-		for _, name := range []string{"dsn", "schema", "brokers"} {
+		for _, name := range []string{"dsn", "schema", "brokers", "groups", "exclude-groups", "lag-topics"} {
 			if fs.Changed(name) && io.Getenv(EnvName(name)) == "" {
-				return usagef("--%s and --fleet: the fleet file names each outbox's database and schema", name)
+				return usagef("--%s and --fleet: the fleet file names each outbox's database, schema, brokers and consumer groups", name)
 			}
-		}
-		if lt.set() {
-			return usagef("consumer lag thresholds are not checked with --fleet yet")
 		}
 		if *warnNoRelay > 0 || *critNoRelay > 0 {
 			return usagef("--warn-no-relay and --crit-no-relay are not checked with --fleet yet")
 		}
 		th := fleet.Thresholds{WarnOldest: *warnOldest, CritOldest: *critOldest, WarnFailed: *warnFailed, CritFailed: *critFailed,
 			WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest}
-		return statusFleet(ctx, *fleetFile, th, *asJSON, io)
+		lt.into(&th)
+		if err := kafka.resolveKafka(io); err != nil {
+			return err
+		}
+		return statusFleet(ctx, *fleetFile, th, fleetLagDial(kafka.kafka), *asJSON, io)
 	}
 	if err := kafka.resolveKafka(io); err != nil {
 		return err
@@ -176,6 +177,7 @@ func status(ctx context.Context, args []string, io IO) error {
 
 	th := fleet.Thresholds{WarnOldest: *warnOldest, CritOldest: *critOldest, WarnFailed: *warnFailed, CritFailed: *critFailed,
 		WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest}
+	lt.into(&th)
 	verdict := th.Check(s, publishable)
 	check := statusCheck{}
 	if *maxOldest > 0 {
@@ -186,7 +188,7 @@ func status(ctx context.Context, args []string, io IO) error {
 		check.MaxFailed = maxFailed
 	}
 	if consumers != nil {
-		lt.check(*consumers, verdict.Value, func(what string) { verdict.Note(what, fleet.Warning) })
+		th.CheckLag(verdict, *consumers, tui.Sanitize)
 	}
 	checkNoRelay(verdict, s, *warnNoRelay, *critNoRelay)
 	check.Crossed, check.Thresholds = verdict.Crossed, verdict.Thresholds

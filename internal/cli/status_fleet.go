@@ -5,9 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/outboxtop/outboxtop/internal/consumerlag"
 	"github.com/outboxtop/outboxtop/internal/fleet"
+	"github.com/outboxtop/outboxtop/relay"
 	"github.com/outboxtop/outboxtop/tui"
 )
 
@@ -23,12 +29,12 @@ type statusFleetJSON struct {
 // statusFleet checks every outbox of the fleet file once, all at the same time,
 // each within its own timeout. The exit code is the worst level of any outbox;
 // an outbox that cannot be reached is UNKNOWN.
-func statusFleet(ctx context.Context, path string, th fleet.Thresholds, asJSON bool, io IO) error {
+func statusFleet(ctx context.Context, path string, th fleet.Thresholds, dial func([]string) consumerlag.Dial, asJSON bool, io IO) error {
 	f, err := fleet.Load(path, io.Getenv)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	p, err := fleet.NewPoller(f, fleet.Config{Thresholds: &th, MaxConns: 1})
+	p, err := fleet.NewPoller(f, fleet.Config{Thresholds: &th, MaxConns: 1, Dial: dial})
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -36,7 +42,7 @@ func statusFleet(ctx context.Context, path string, th fleet.Thresholds, asJSON b
 	rows := p.Poll(ctx)
 	level := fleet.OK
 	for k := range rows {
-		rows[k].Reason = tui.Sanitize(rows[k].Reason)
+		sanitizeRow(&rows[k])
 		level = max(level, rows[k].Level)
 	}
 	if asJSON {
@@ -89,11 +95,29 @@ func fleetSummary(level fleet.Level, rows []fleet.Row) string {
 			bounds[t.Name] = [2]string{perfBound(t.Warning), perfBound(t.Critical)}
 		}
 		label := perfLabel(r.Name)
-		for _, p := range []struct{ label, value, name string }{
+		perf := []struct{ label, value, name string }{
 			{"failed", fmt.Sprint(r.Failed), "failed"},
 			{"blocked", fmt.Sprint(r.Blocked), "blocked"},
 			{"oldest_publishable", fmt.Sprintf("%.3fs", r.OldestPublishableAge.Duration().Seconds()), "oldest publishable"},
-		} {
+		}
+		if l := r.Lag; l != nil && l.MaxLagGroup != "" { // no group measured: no value to give
+			// The bounds are per group and the same for every group: any one's do.
+			for _, t := range r.Thresholds {
+				switch {
+				case strings.HasPrefix(t.Name, "lag "):
+					bounds["lag"] = bounds[t.Name]
+				case strings.HasPrefix(t.Name, "oldest unconsumed "):
+					bounds["oldest unconsumed"] = bounds[t.Name]
+				}
+			}
+			var oldest time.Duration
+			if l.OldestAge != nil {
+				oldest = l.OldestAge.Duration()
+			}
+			perf = append(perf, struct{ label, value, name string }{"max_lag", fmt.Sprint(l.MaxLag), "lag"},
+				struct{ label, value, name string }{"max_lag_age", fmt.Sprintf("%.3fs", oldest.Seconds()), "oldest unconsumed"})
+		}
+		for _, p := range perf {
 			bd := bounds[p.name]
 			fmt.Fprintf(&b, " %s_%s=%s;%s;%s;0", label, p.label, p.value, bd[0], bd[1])
 		}
@@ -109,12 +133,70 @@ func perfLabel(name string) string {
 	return notPerfLabel.ReplaceAllString(strings.ToLower(name), "_")
 }
 
-// fleetLine is one outbox: level, name, its worst condition, its numbers.
+// fleetLine is one outbox: level, name, its worst condition, its numbers, and
+// its consumers' lag when the fleet file names its brokers.
 func fleetLine(r fleet.Row) string {
 	if !r.Reachable {
-		return fmt.Sprintf("%-8s %s: unreachable: %s", r.Level, r.Name, short(r.Reason, 160))
+		return fmt.Sprintf("%-8s %s: unreachable: %s%s", r.Level, r.Name, short(r.Reason, 160), lagText(r.Lag, r.Reason))
 	}
-	return fmt.Sprintf("%-8s %s: %s; publishable %s (oldest %s), failed %s, blocked %s, leased %d, published %.1f/s",
+	return fmt.Sprintf("%-8s %s: %s; publishable %s (oldest %s), failed %s, blocked %s, leased %d, published %.1f/s%s",
 		r.Level, r.Name, r.Condition(), approx(r.Publishable, r.PublishableApprox), r.OldestPublishableAge,
-		approx(r.Failed, r.FailedApprox), approx(r.Blocked, r.BlockedApprox), r.Leased, r.RateOut)
+		approx(r.Failed, r.FailedApprox), approx(r.Blocked, r.BlockedApprox), r.Leased, r.RateOut, lagText(r.Lag, r.Condition()))
+}
+
+// lagText is a fleet line's consumer lag: the largest lag and its group, the
+// oldest unconsumed record's age, and what the check could not do unless the
+// line's condition said it already.
+func lagText(l *fleet.Lag, condition string) string {
+	if l == nil {
+		return ""
+	}
+	problem := ""
+	if l.Problem != "" && !strings.Contains(condition, l.Problem) {
+		problem = ": " + short(l.Problem, 160)
+	}
+	switch {
+	case l.MaxLagGroup == "" && l.Problem != "":
+		return "; consumer lag unknown" + problem
+	case l.MaxLagGroup == "":
+		return "; no consumer group reads the outbox's topics"
+	}
+	s := fmt.Sprintf("; max lag %d (%s)%s", l.MaxLag, short(l.MaxLagGroup, 40), oldestText(l.OldestAge))
+	if problem != "" {
+		s += "; consumer lag" + problem
+	}
+	return s
+}
+
+// sanitizeRow makes what the database and the brokers said fit to print (the
+// JSON encoder escapes on its own; the lines need this).
+func sanitizeRow(r *fleet.Row) {
+	r.Reason = tui.Sanitize(r.Reason)
+	r.Crossed = slices.Clone(r.Crossed) // the poller's own
+	for k := range r.Crossed {
+		r.Crossed[k] = tui.Sanitize(r.Crossed[k])
+	}
+	if r.Lag != nil {
+		l := *r.Lag
+		l.Problem, l.MaxLagGroup = tui.Sanitize(l.Problem), tui.Sanitize(l.MaxLagGroup)
+		r.Lag = &l
+	}
+}
+
+// fleetKafkaFlags are the Kafka settings that apply with --fleet: how to reach
+// the brokers each outbox of the fleet file names (TLS, SASL), never which.
+var fleetKafkaFlags = []string{"kafka-client-id", "kafka-tls", "kafka-tls-ca", "kafka-tls-cert", "kafka-tls-key",
+	"kafka-tls-insecure-skip-verify", "kafka-sasl-mechanism", "kafka-sasl-user", "kafka-sasl-password-file"}
+
+// fleetLagDial reaches an outbox's brokers (from the fleet file) with k's TLS
+// and SASL settings, for its consumer lag check.
+func fleetLagDial(k relay.KafkaConfig) func(brokers []string) consumerlag.Dial {
+	return func(brokers []string) consumerlag.Dial {
+		return func(opts ...kgo.Opt) (*kgo.Client, error) {
+			k := k
+			k.Brokers = brokers
+			k.Extra = append(slices.Clone(k.Extra), opts...)
+			return relay.NewKafkaClient(k)
+		}
+	}
 }

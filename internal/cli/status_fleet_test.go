@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/outboxtop/outboxtop/internal/fleet"
 	"github.com/outboxtop/outboxtop/internal/testenv"
+	"github.com/outboxtop/outboxtop/relay"
 )
 
 // fleetFile writes a fleet of three outboxes: "orders" healthy (one event ready
@@ -169,6 +173,7 @@ func TestStatusFleetRefusesBadUsage(t *testing.T) {
 		{"status", "--fleet", bad},
 		{"status", "--fleet", filepath.Join(dir, "missing.toml")},
 		{"status", "--fleet", bad, "--dsn", "postgres://u@h/db"},
+		{"status", "--fleet", bad, "--groups", "billing"},
 	} {
 		r := run(t, nil, args...)
 		if r.code != ExitStatusUsage || strings.Count(strings.TrimSpace(r.err), "\n") != 0 || strings.Contains(r.err, "hunter2") {
@@ -262,5 +267,140 @@ func TestServeFleetGivesFleetStatusWithoutATerminal(t *testing.T) {
 	}
 	if r := run(t, nil, "serve", "--fleet", path, "--host-key", filepath.Join(dir, "h2"), "--authorized-keys", authorized, "--dsn", "postgres://u@h/db"); r.code != ExitUsage || !strings.Contains(r.err, "--dsn does not apply with --fleet") {
 		t.Errorf("serve --fleet --dsn: exit %d, %q", r.code, r.err)
+	}
+}
+
+// lagFleetFile: "orders" whose group stopped halfway (10 of 20 records behind),
+// "billing" whose brokers are closed; both databases healthy.
+func lagFleetFile(t *testing.T) (string, map[string]string, string) {
+	t.Helper()
+	k := testenv.NewKafka(t)
+	k.CreateTopics(t, 2, "outbox.order")
+	topic, group := k.Prefix+"outbox.order", k.Prefix+"shipping"
+	lagKafka(t, k.Brokers, topic, 20, map[string]int{group: 10})
+	closed, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := closed.ListenAddrs()[0]
+	closed.Close()
+	dsn := func(topic string) string {
+		pool, dsn := testenv.Pool(t)
+		if _, err := pool.Exec(context.Background(), `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload,
+			published_at, kafka_topic, kafka_partition, kafka_offset) VALUES (gen_random_uuid(), 'order', '1', 'OrderPlaced', '{}', now(), $1, 0, 0)`, topic); err != nil {
+			t.Fatal(err)
+		}
+		return dsn
+	}
+	path := filepath.Join(t.TempDir(), "fleet.toml")
+	text := fmt.Sprintf(`lag_timeout = "3s"
+[[outbox]]
+name = "orders"
+dsn_env = "ORDERS_DSN"
+brokers = [%q]
+groups = [%q]
+[[outbox]]
+name = "billing"
+dsn_env = "BILLING_DSN"
+brokers = [%q]
+`, k.Brokers[0], group, addr)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, map[string]string{"ORDERS_DSN": dsn(topic), "BILLING_DSN": dsn("outbox.invoice")}, group
+}
+
+// status --fleet reads each outbox's consumer lag and applies the lag
+// thresholds per outbox: closed brokers are a WARNING only under them, the
+// database part of that outbox still checked.
+func TestStatusFleetChecksConsumerLagPerOutbox(t *testing.T) {
+	t.Parallel()
+	path, env, group := lagFleetFile(t)
+	for _, c := range []struct {
+		args         []string
+		code         int
+		orders, bill string
+		perf         string
+	}{
+		{nil, ExitOK, "OK       orders: ok; publishable 0", "OK       billing: kafka: listing groups: ", " orders_max_lag=10;;;0"},
+		{[]string{"--warn-lag", "5"}, ExitWarning, "WARNING  orders: lag " + group + " 10 > 5;", "WARNING  billing: consumer lag: listing groups: ", " orders_max_lag=10;5;;0"},
+		{[]string{"--crit-lag-age", "30s"}, ExitCritical, "CRITICAL orders: oldest unconsumed " + group + " 1m", "WARNING  billing: consumer lag: ", " orders_max_lag_age=6"},
+	} {
+		r := run(t, env, append([]string{"status", "--fleet", path}, c.args...)...)
+		lines := strings.Split(strings.TrimSpace(r.out), "\n")
+		if r.code != c.code || len(lines) != 3 {
+			t.Fatalf("%v: exit %d, want %d:\n%s\n%s", c.args, r.code, c.code, r.out, r.err)
+		}
+		if !strings.Contains(lines[0], c.perf) || !statusLine.MatchString(lines[0]) {
+			t.Errorf("%v: summary %q, want %q", c.args, lines[0], c.perf)
+		}
+		got := map[string]string{}
+		for _, l := range lines[1:] {
+			got[strings.Fields(l)[1]] = l
+		}
+		o, b := got["orders:"], got["billing:"]
+		if !strings.HasPrefix(o, c.orders) || !strings.Contains(o, "; max lag 10 ("+group+"), oldest unconsumed 1m") {
+			t.Errorf("%v: orders %q, want prefix %q", c.args, o, c.orders)
+		}
+		if !strings.HasPrefix(b, c.bill) || !strings.Contains(b, "publishable 0") || !strings.HasSuffix(b, "; consumer lag unknown") || strings.Contains(lines[0], "billing_max_lag") {
+			t.Errorf("%v: billing %q, want prefix %q", c.args, b, c.bill)
+		}
+	}
+	r := run(t, env, "status", "--fleet", path, "--json", "--warn-lag", "5")
+	var out struct {
+		Outboxes []struct {
+			Name      string
+			Level     string
+			Reachable bool
+			Consumers *struct {
+				MaxLag      int64    `json:"max_lag"`
+				MaxLagGroup string   `json:"max_lag_group"`
+				OldestAge   *float64 `json:"oldest_unconsumed_age_seconds"`
+				Problem     string
+				Report      struct{ Groups []struct{ Name string } }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.out), &out); err != nil || len(out.Outboxes) != 2 {
+		t.Fatalf("json: %v\n%s", err, r.out)
+	}
+	for _, o := range out.Outboxes {
+		switch {
+		case o.Consumers == nil:
+			t.Errorf("%s: no consumers in the JSON", o.Name)
+		case o.Name == "orders" && (o.Consumers.MaxLag != 10 || o.Consumers.MaxLagGroup != group || o.Consumers.OldestAge == nil ||
+			*o.Consumers.OldestAge < 50 || len(o.Consumers.Report.Groups) != 1):
+			t.Errorf("orders' consumers %+v", *o.Consumers)
+		case o.Name == "billing" && (!o.Reachable || o.Level != "WARNING" || o.Consumers.Problem == ""):
+			t.Errorf("billing %+v %+v", o, *o.Consumers)
+		}
+	}
+}
+
+// An outbox opened from the fleet has its Consumers view on its own brokers
+// and groups.
+func TestFleetOutboxConsoleReadsItsConsumerLag(t *testing.T) {
+	t.Parallel()
+	path, env, group := lagFleetFile(t)
+	f, err := fleet.Load(path, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := fleet.NewPoller(f, fleet.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	opts, closeFn, err := openFleetOutbox(p, fleetLagDial(relay.KafkaConfig{}), true, "tester")(context.Background(), "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if opts.Consumers == nil {
+		t.Fatal("no consumer lag for an outbox with brokers")
+	}
+	r := opts.Consumers.Report()
+	if len(r.Groups) != 1 || r.Groups[0].Name != group || r.Groups[0].Lag != 10 {
+		t.Errorf("report %+v, want %s 10 behind", r, group)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
+	"github.com/outboxtop/outboxtop/internal/fleet"
 	"github.com/outboxtop/outboxtop/tui"
 )
 
@@ -53,51 +54,10 @@ func (t lagThresholds) set() bool {
 	return *t.warnLag >= 0 || *t.critLag >= 0 || *t.warnAge > 0 || *t.critAge > 0
 }
 
-func (t lagThresholds) ageSet() bool { return *t.warnAge > 0 || *t.critAge > 0 }
-
-// check runs the thresholds over every measured group. When lag thresholds are in
-// force, a group the brokers refused to describe, or a check the brokers cut
-// short, is a WARNING (through unknown): the check cannot say it is fine.
-func (t lagThresholds) check(r consumerlag.Report, checkValue func(name, shown string, v float64, warn, crit *float64), unknown func(string)) {
-	count := func(n int64) *float64 {
-		if n < 0 {
-			return nil
-		}
-		v := float64(n)
-		return &v
-	}
-	dur := func(d time.Duration) *float64 {
-		if d <= 0 {
-			return nil
-		}
-		v := d.Seconds()
-		return &v
-	}
-	for _, g := range r.Groups {
-		name := tui.Sanitize(g.Name)
-		if g.Error != "" {
-			if t.set() {
-				unknown(fmt.Sprintf("consumer group %s not measured (%s)", name, oneLine(tui.Sanitize(g.Error))))
-			}
-			continue
-		}
-		checkValue("lag "+name, fmt.Sprint(g.Lag), float64(g.Lag), count(*t.warnLag), count(*t.critLag))
-		if t.ageSet() {
-			var age time.Duration
-			if g.OldestAge != nil {
-				age = g.OldestAge.Duration()
-			}
-			checkValue("oldest unconsumed "+name, age.Round(time.Millisecond).String(), age.Seconds(), dur(*t.warnAge), dur(*t.critAge))
-		}
-	}
-	if t.set() {
-		for _, e := range r.Errors {
-			unknown("consumer lag: " + oneLine(tui.Sanitize(e)))
-		}
-	}
-	if t.ageSet() && r.AgeError != "" {
-		unknown("consumer lag: " + oneLine(tui.Sanitize(r.AgeError)))
-	}
+// into puts the lag thresholds into th: fleet.Thresholds.CheckLag applies them,
+// to one outbox (status) or to each outbox of a fleet (status --fleet) alike.
+func (t lagThresholds) into(th *fleet.Thresholds) {
+	th.WarnLag, th.CritLag, th.WarnLagAge, th.CritLagAge = *t.warnLag, *t.critLag, *t.warnAge, *t.critAge
 }
 
 // lagPerf is the performance data of the consumers: the largest lag and, when

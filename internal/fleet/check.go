@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/consumerlag"
 )
 
 // Level is a check-plugin level; its value is the plugin's exit code.
@@ -40,13 +41,19 @@ type Thresholds struct {
 	WarnBlocked            int64
 	CritBlocked            int64
 	MaxOldest              time.Duration // CRITICAL past it: oldest pending (legacy --max-oldest)
+	// Consumer lag, per consumer group on the outbox's topics (CheckLag): the
+	// records behind (negative: no check) and the oldest unconsumed record's
+	// age (zero: no check).
+	WarnLag, CritLag       int64
+	WarnLagAge, CritLagAge time.Duration
 }
 
 // DefaultThresholds are `outboxtop status`'s defaults: WARNING past a minute of
 // publishable lag or with any failed event or blocked aggregate, CRITICAL past
 // five minutes of lag.
 func DefaultThresholds() Thresholds {
-	return Thresholds{WarnOldest: time.Minute, CritOldest: 5 * time.Minute, WarnFailed: 0, CritFailed: -1, WarnBlocked: 0, CritBlocked: -1}
+	return Thresholds{WarnOldest: time.Minute, CritOldest: 5 * time.Minute, WarnFailed: 0, CritFailed: -1, WarnBlocked: 0, CritBlocked: -1,
+		WarnLag: -1, CritLag: -1}
 }
 
 // Threshold is one checked value with its warning and critical bounds (nil: no
@@ -122,4 +129,51 @@ func countBound(n int64) *float64 {
 	}
 	v := float64(n)
 	return &v
+}
+
+// LagSet reports whether any consumer lag threshold is in force.
+func (t Thresholds) LagSet() bool {
+	return t.WarnLag >= 0 || t.CritLag >= 0 || t.WarnLagAge > 0 || t.CritLagAge > 0
+}
+
+func (t Thresholds) lagAgeSet() bool { return t.WarnLagAge > 0 || t.CritLagAge > 0 }
+
+// CheckLag adds the consumer lag of r to c: each measured group's lag ("lag
+// GROUP") and, with an age threshold, its oldest unconsumed record's age
+// ("oldest unconsumed GROUP"). When lag thresholds are in force, a group the
+// brokers would not describe, or a check they cut short or never answered, is
+// a WARNING: the check cannot say the consumers are fine, and the outbox's own
+// state (its database) is known apart from it, so it is not UNKNOWN. Without
+// lag thresholds nothing is checked. clean makes the brokers' text (group
+// names, errors) fit to print (nil: as it is); every text is one line.
+func (t Thresholds) CheckLag(c *Check, r consumerlag.Report, clean func(string) string) {
+	if clean == nil {
+		clean = func(s string) string { return s }
+	}
+	line := func(s string) string { return strings.Join(strings.Fields(clean(s)), " ") }
+	for _, g := range r.Groups {
+		name := clean(g.Name)
+		if g.Error != "" {
+			if t.LagSet() {
+				c.Note(fmt.Sprintf("consumer group %s not measured (%s)", name, line(g.Error)), Warning)
+			}
+			continue
+		}
+		c.Value("lag "+name, fmt.Sprint(g.Lag), float64(g.Lag), countBound(t.WarnLag), countBound(t.CritLag))
+		if t.lagAgeSet() {
+			var age time.Duration
+			if g.OldestAge != nil {
+				age = g.OldestAge.Duration()
+			}
+			c.Value("oldest unconsumed "+name, age.Round(time.Millisecond).String(), age.Seconds(), durBound(t.WarnLagAge), durBound(t.CritLagAge))
+		}
+	}
+	if t.LagSet() {
+		for _, e := range r.Errors {
+			c.Note("consumer lag: "+line(e), Warning)
+		}
+	}
+	if t.lagAgeSet() && r.AgeError != "" {
+		c.Note("consumer lag: "+line(r.AgeError), Warning)
+	}
 }

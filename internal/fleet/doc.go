@@ -10,13 +10,14 @@
 //
 //	poll_interval = "5s"   # optional, every outbox's default
 //	timeout = "3s"         # optional: one poll gives up after this long
+//	lag_timeout = "5s"     # optional: one consumer lag check gives up after this long
 //
 //	[[outbox]]
 //	name = "orders"
 //	dsn_env = "ORDERS_DATABASE_URL"      # or dsn_file = "secrets/orders.dsn"
 //	schema = "public"                    # default public
-//	brokers = ["kafka-1:9092"]           # optional
-//	groups = ["billing", "shipping"]     # optional consumer groups
+//	brokers = ["kafka-1:9092"]           # optional: check consumer lag
+//	groups = ["billing", "shipping-*"]   # optional: those groups only
 //	labels = { team = "payments", tier = "1" }
 //	poll_interval = "2s"                 # optional, this outbox only
 //	timeout = "1s"
@@ -53,6 +54,28 @@
 // `outboxtop status` (the check-plugin levels 0 OK, 1 WARNING, 2 CRITICAL,
 // 3 UNKNOWN; a value strictly greater than a bound crosses it), so a fleet
 // check and a check of one outbox never disagree.
+//
+// # Consumer lag
+//
+// An outbox that names brokers has its consumer groups' lag checked with
+// internal/consumerlag on the outbox's topics (those its recent published
+// events went to), each check bounded by lag_timeout, on a schedule of its own
+// apart from the database's: every poll_interval (at least 5 s), and at least
+// 20 times as long apart as the last check took (at most a minute), so a slow
+// cluster is asked less often. Run starts an outbox's lag checks after the
+// first poll of its database and never makes a database poll wait for one:
+// brokers that do not answer (a check then takes its whole lag_timeout) cost
+// that row its lag and nothing else. Poll (one-shot, for status) checks the lag
+// after the database poll, so it ends within timeout + lag_timeout.
+//
+// Row.Lag sums a check up: the largest lag and its group, the oldest
+// unconsumed record's age, and the first problem (brokers unreachable, a group
+// not described, ages not read). The lag thresholds (Thresholds.CheckLag, the
+// same as single-outbox status's --warn-lag, --crit-lag, --warn-lag-age,
+// --crit-lag-age) apply per outbox and per group, worst wins. A problem is a
+// WARNING when lag thresholds are in force and otherwise only the row's
+// condition ("kafka: …") — never UNKNOWN: UNKNOWN says the database, the
+// outbox itself, could not be read, and that part of the row is still known.
 //
 // What a row cannot say: how many relay processes run. Leases are per batch,
 // not per relay, so Row.Leased (live leases) and the publishing rate stand for

@@ -22,6 +22,8 @@ import (
 const (
 	DefaultPollInterval = 5 * time.Second
 	DefaultTimeout      = 3 * time.Second
+	// DefaultLagTimeout bounds one consumer lag check of an outbox with brokers.
+	DefaultLagTimeout = 5 * time.Second
 )
 
 // File is a parsed fleet file.
@@ -72,7 +74,8 @@ type Outbox struct {
 	Name   string
 	Schema string
 	// Brokers and Groups are the outbox's Kafka brokers and the consumer groups
-	// that read its topics (optional; carried into the fleet's output).
+	// (names or patterns; none: every group reading the outbox's topics) whose
+	// lag the Poller checks. Without brokers there is no lag check.
 	Brokers []string
 	Groups  []string
 	// Labels tag the outbox (team, tier, …) for filters and operator keys.
@@ -80,6 +83,8 @@ type Outbox struct {
 	// PollInterval and Timeout: see the package doc.
 	PollInterval time.Duration
 	Timeout      time.Duration
+	// LagTimeout bounds one consumer lag check (lag_timeout).
+	LagTimeout time.Duration
 	// dsn is the resolved connection string: never printed.
 	dsn string
 }
@@ -114,6 +119,7 @@ func (o Outbox) LabelString() string {
 type fileSpec struct {
 	PollInterval duration     `toml:"poll_interval"`
 	Timeout      duration     `toml:"timeout"`
+	LagTimeout   duration     `toml:"lag_timeout"`
 	Outbox       []outboxSpec `toml:"outbox"`
 	Operator     []struct {
 		Fingerprint string   `toml:"fingerprint"`
@@ -132,12 +138,13 @@ type outboxSpec struct {
 	Labels       map[string]string `toml:"labels"`
 	PollInterval duration          `toml:"poll_interval"`
 	Timeout      duration          `toml:"timeout"`
+	LagTimeout   duration          `toml:"lag_timeout"`
 }
 
 var (
-	fileKeys     = []string{"poll_interval", "timeout", "outbox", "operator"}
+	fileKeys     = []string{"poll_interval", "timeout", "lag_timeout", "outbox", "operator"}
 	operatorKeys = []string{"fingerprint", "outboxes"}
-	outboxKeys   = []string{"name", "dsn", "dsn_env", "dsn_file", "schema", "brokers", "groups", "labels", "poll_interval", "timeout"}
+	outboxKeys   = []string{"name", "dsn", "dsn_env", "dsn_file", "schema", "brokers", "groups", "labels", "poll_interval", "timeout", "lag_timeout"}
 )
 
 // duration reads "5s", "1m30s".
@@ -289,7 +296,7 @@ func (s outboxSpec) outbox(k int, dir string, getenv func(string) string, file f
 		return fmt.Errorf("outbox %q: "+format, append([]any{s.Name}, args...)...)
 	}
 	o := Outbox{Name: s.Name, Schema: s.Schema, Brokers: s.Brokers, Groups: s.Groups, Labels: s.Labels,
-		PollInterval: DefaultPollInterval, Timeout: DefaultTimeout}
+		PollInterval: DefaultPollInterval, Timeout: DefaultTimeout, LagTimeout: DefaultLagTimeout}
 	if o.Schema == "" {
 		o.Schema = wire.DefaultSchema
 	}
@@ -304,7 +311,8 @@ func (s outboxSpec) outbox(k int, dir string, getenv func(string) string, file f
 	for _, d := range []struct {
 		dst *time.Duration
 		v   duration
-	}{{&o.PollInterval, file.PollInterval}, {&o.Timeout, file.Timeout}, {&o.PollInterval, s.PollInterval}, {&o.Timeout, s.Timeout}} {
+	}{{&o.PollInterval, file.PollInterval}, {&o.Timeout, file.Timeout}, {&o.LagTimeout, file.LagTimeout},
+		{&o.PollInterval, s.PollInterval}, {&o.Timeout, s.Timeout}, {&o.LagTimeout, s.LagTimeout}} {
 		if d.v.set {
 			*d.dst = d.v.Duration
 		}

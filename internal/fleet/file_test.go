@@ -24,6 +24,7 @@ func TestLoadReadsOutboxesAndResolvesTheirDSN(t *testing.T) {
 	}
 	path := filepath.Join(dir, "fleet.toml")
 	text := `poll_interval = "10s"
+lag_timeout = "8s"
 
 [[outbox]]
 name = "orders"
@@ -42,6 +43,7 @@ dsn_file = "billing.dsn"
 name = "search"
 dsn = "host=db3 dbname=search user=reader"
 poll_interval = "2s"
+lag_timeout = "2s"
 `
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -55,7 +57,8 @@ poll_interval = "2s"
 	}
 	o, b, s := f.Outboxes[0], f.Outboxes[1], f.Outboxes[2]
 	if o.Name != "orders" || o.Schema != "outbox" || o.DSN() != "postgres://orders:pw@db1/orders" || len(o.Brokers) != 2 ||
-		o.Groups[0] != "shipping" || o.Labels["team"] != "payments" || o.Timeout != time.Second || o.PollInterval != 10*time.Second {
+		o.Groups[0] != "shipping" || o.Labels["team"] != "payments" || o.Timeout != time.Second || o.PollInterval != 10*time.Second ||
+		o.LagTimeout != 8*time.Second || f.Outboxes[2].LagTimeout != 2*time.Second {
 		t.Errorf("orders %+v", o)
 	}
 	if b.DSN() != "postgres://billing:s3cret@db2/billing" || b.Schema != "public" || b.Timeout != DefaultTimeout || b.PollInterval != 10*time.Second {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/consumerlag"
 )
 
 // Config configures a Poller.
@@ -23,6 +24,9 @@ type Config struct {
 	Thresholds *Thresholds
 	// MaxConns bounds each outbox's polling pool: 1 or 2 (default 2).
 	MaxConns int32
+	// Dial reaches an outbox's brokers for its consumer lag check (default:
+	// plain TCP). Only outboxes that name brokers are checked.
+	Dial func(brokers []string) consumerlag.Dial
 }
 
 // Row is one outbox as the last poll saw it.
@@ -66,6 +70,10 @@ type Row struct {
 	Level      Level       `json:"level"`
 	Crossed    []string    `json:"crossed"`
 	Thresholds []Threshold `json:"thresholds"`
+	// Lag is the consumer lag of the outbox's groups as the last lag check read
+	// it: nil without brokers or before the first check ends. It is checked on
+	// a schedule of its own, so it may be older than PolledAt.
+	Lag *Lag `json:"consumers,omitempty"`
 	// Snapshot is the last snapshot read (nil when unreachable).
 	Snapshot *inspect.Snapshot `json:"-"`
 }
@@ -82,6 +90,8 @@ func (r Row) Condition() string {
 		return r.Crossed[0]
 	case r.NoRelay:
 		return "no relay: publishable events wait"
+	case r.Lag != nil && r.Lag.Problem != "":
+		return "kafka: " + r.Lag.Problem
 	}
 	return "ok"
 }
@@ -107,13 +117,18 @@ type Poller struct {
 }
 
 type member struct {
-	o    Outbox
-	pool *pgxpool.Pool
-	in   *inspect.Inspector
-	th   Thresholds
+	o       Outbox
+	pool    *pgxpool.Pool
+	in      *inspect.Inspector
+	th      Thresholds
+	checker *consumerlag.Checker // nil without brokers
+	// polled is closed when the first poll of the database ends.
+	polled     chan struct{}
+	polledOnce sync.Once
 
 	mu           sync.Mutex
-	row          Row
+	row          Row  // the database's part, with its verdict alone
+	lag          *Lag // the last lag check
 	prevInserted *int64
 	prevAt       time.Time
 }
@@ -132,6 +147,10 @@ func NewPoller(f *File, cfg Config) (*Poller, error) {
 	if maxConns > 2 {
 		return nil, errors.New("fleet: a polling pool has at most 2 connections")
 	}
+	dial := cfg.Dial
+	if dial == nil {
+		dial = plainDial
+	}
 	p := &Poller{file: f, th: th, updated: make(chan struct{}, 1)}
 	for _, o := range f.Outboxes {
 		pool, err := newPool(o, maxConns, "outboxtop fleet")
@@ -145,10 +164,21 @@ func NewPoller(f *File, cfg Config) (*Poller, error) {
 			p.Close()
 			return nil, fmt.Errorf("outbox %q: %w", o.Name, err)
 		}
-		m := &member{o: o, pool: pool, in: in, th: th}
+		m := &member{o: o, pool: pool, in: in, th: th, polled: make(chan struct{})}
+		if len(o.Brokers) > 0 {
+			// The client connects on first use: brokers that do not answer cost
+			// nothing here.
+			c, err := consumerlag.New(dial(o.Brokers), consumerlag.Options{Groups: o.Groups})
+			if err != nil {
+				pool.Close()
+				p.Close()
+				return nil, fmt.Errorf("outbox %q: groups: %w", o.Name, err)
+			}
+			m.checker = c
+		}
+		p.members = append(p.members, m)
 		m.row = m.base()
 		m.row.Level = Unknown
-		p.members = append(p.members, m)
 	}
 	return p, nil
 }
@@ -190,9 +220,7 @@ func (p *Poller) File() *File { return p.file }
 func (p *Poller) Rows() []Row {
 	rows := make([]Row, 0, len(p.members))
 	for _, m := range p.members {
-		m.mu.Lock()
-		rows = append(rows, m.row)
-		m.mu.Unlock()
+		rows = append(rows, m.current())
 	}
 	slices.SortStableFunc(rows, Worse)
 	return rows
@@ -203,22 +231,47 @@ func (p *Poller) Rows() []Row {
 func (p *Poller) Updated() <-chan struct{} { return p.updated }
 
 // Poll polls every outbox once, all at the same time, and returns the rows
-// worst first. It returns when the slowest poll ends, within the largest
-// timeout of the fleet.
+// worst first. An outbox with brokers has its consumer lag checked after its
+// database answered (or did not): Poll returns when the slowest outbox is
+// done, within the largest timeout plus lag timeout of the fleet.
 func (p *Poller) Poll(ctx context.Context) []Row {
 	var wg sync.WaitGroup
 	for _, m := range p.members {
-		wg.Go(func() { p.poll(ctx, m) })
+		wg.Go(func() {
+			p.poll(ctx, m)
+			if m.checker != nil {
+				p.pollLag(ctx, m)
+			}
+		})
 	}
 	wg.Wait()
 	return p.Rows()
 }
 
 // Run polls each outbox on its own schedule until ctx ends, then returns once
-// every poll has stopped.
+// every poll has stopped. An outbox's consumer lag is checked in a loop of its
+// own, after the first poll of its database, every lagPause: brokers that do
+// not answer hold up neither its database's row nor any other outbox.
 func (p *Poller) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, m := range p.members {
+		if m.checker != nil {
+			wg.Go(func() {
+				select {
+				case <-ctx.Done():
+					return
+				case <-m.polled:
+				}
+				for {
+					took := p.pollLag(ctx, m)
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(lagPause(m.o, took)):
+					}
+				}
+			})
+		}
 		wg.Go(func() {
 			t := time.NewTimer(0)
 			defer t.Stop()
@@ -236,10 +289,13 @@ func (p *Poller) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// Close closes every pool.
+// Close closes every pool and Kafka client.
 func (p *Poller) Close() {
 	for _, m := range p.members {
 		m.pool.Close()
+		if m.checker != nil {
+			m.checker.Close()
+		}
 	}
 }
 
@@ -251,10 +307,48 @@ func (p *Poller) poll(ctx context.Context, m *member) {
 	m.mu.Lock()
 	m.row = row
 	m.mu.Unlock()
+	m.polledOnce.Do(func() { close(m.polled) })
+	p.notify()
+}
+
+// pollLag checks m's consumer lag and returns how long that took.
+func (p *Poller) pollLag(ctx context.Context, m *member) time.Duration {
+	l := m.checkLag(ctx)
+	if ctx.Err() != nil {
+		return l.Took.Duration() // stopping: keep the last check
+	}
+	m.mu.Lock()
+	m.lag = l
+	m.mu.Unlock()
+	p.notify()
+	return l.Took.Duration()
+}
+
+func (p *Poller) notify() {
 	select {
 	case p.updated <- struct{}{}:
 	default:
 	}
+}
+
+// current is m's row: the database's part with the last lag check, the lag
+// thresholds applied to it (worst wins). An unreachable database stays
+// UNKNOWN whatever the lag says.
+func (m *member) current() Row {
+	m.mu.Lock()
+	r, l := m.row, m.lag
+	m.mu.Unlock()
+	if l == nil {
+		return r
+	}
+	r.Lag = l
+	if !r.Reachable {
+		return r
+	}
+	c := &Check{Level: r.Level, Crossed: slices.Clone(r.Crossed), Thresholds: slices.Clone(r.Thresholds)}
+	m.th.CheckLag(c, l.Report, nil)
+	r.Level, r.Crossed, r.Thresholds = c.Level, c.Crossed, c.Thresholds
+	return r
 }
 
 func (m *member) base() Row {

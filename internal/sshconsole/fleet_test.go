@@ -96,6 +96,10 @@ labels = { team = "payments" }
 	c.waitFor(billingFailedID[:8])
 	c.send("r")
 	c.waitFor("read-only console: actions are refused")
+	c.send("q") // back to the fleet, as in k9s: its ? screen shows
+	c.send("?")
+	c.waitFor("IN AN OUTBOX'S CONSOLE")
+	c.send("q") // closes the help
 	c.send("q")
 	c.waitClosed()
 
@@ -112,7 +116,7 @@ labels = { team = "payments" }
 		t.Errorf("audit actor %q", actor)
 	}
 	c.waitFor("(audit #")
-	c.send("q")
+	c.send("\x03") // ctrl+c quits from inside an outbox's console
 	c.waitClosed()
 
 	if attempts, failed := b.failedState(); failed || attempts != 0 {
