@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -491,7 +492,7 @@ func (m *FleetModel) helpScreen(w, h int) string {
 		line("IN/S OUT/S", "added, published a second"),
 		line("FAILED", "dead events"),
 		line("BLOCKD", "blocked aggregates"),
-		line("LEASE", "leases; none!: no relay"),
+		line("RELAY", "relays live (heartbeat or lease); none!: no relay while events wait"),
 		line("LAG", "largest consumer lag"),
 		line("LAG AGE", "oldest unconsumed record"),
 		line("CONDITION", "the worst thing, or ok"),
@@ -562,7 +563,7 @@ func (c fleetColumns) cells(lvl, name, publish, oldest, in, out, failed, blocked
 }
 
 func (c fleetColumns) header() string {
-	return c.cells("LVL", "OUTBOX", "PUBLISH", "OLDEST", "IN/S", "OUT/S", "FAILED", "BLOCKD", "LEASE", "LAG", "LAG AGE", "LABELS") + " CONDITION"
+	return c.cells("LVL", "OUTBOX", "PUBLISH", "OLDEST", "IN/S", "OUT/S", "FAILED", "BLOCKD", "RELAY", "LAG", "LAG AGE", "LABELS") + " CONDITION"
 }
 
 var levelShort = [...]string{"OK", "WARN", "CRIT", "UNKN"}
@@ -582,7 +583,7 @@ func (c fleetColumns) row(r fleet.Row) string {
 	if r.RateIn != nil {
 		in = fmt.Sprintf("%.1f", *r.RateIn)
 	}
-	lease := itoa64(r.Leased)
+	lease := strconv.Itoa(r.Relays)
 	if r.NoRelay {
 		lease = "none!"
 	}

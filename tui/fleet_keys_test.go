@@ -105,7 +105,7 @@ func TestFleetLagColumnsGolden(t *testing.T) {
 		return fleet.Row{Name: name, Schema: "public", Polled: true, Reachable: true, Level: level, Labels: map[string]string{"team": "payments"}}
 	}
 	lagging := base("orders", fleet.Warning)
-	lagging.Brokers, lagging.Publishable, lagging.Leased, lagging.RateOut = []string{"k:9092"}, 3, 1, 12.5
+	lagging.Brokers, lagging.Publishable, lagging.Relays, lagging.RateOut = []string{"k:9092"}, 3, 1, 12.5
 	lagging.OldestPublishableAge = inspect.Age(2 * time.Second)
 	lagging.Crossed = []string{"lag shipping 12040 > 1000"}
 	lagging.Lag = &fleet.Lag{MaxLag: 12040, MaxLagGroup: "shipping", OldestAge: secs(7 * time.Minute)}
@@ -131,7 +131,7 @@ func TestFleetLagColumnsGolden(t *testing.T) {
 	b.size(80, 24)
 	// At 80 the LAG column takes IN/S's place; the age is left out.
 	if s := stripANSI(b.screen()); strings.Contains(s, "LAG AGE") || strings.Contains(s, "IN/S") ||
-		!strings.Contains(s, "LEASE    LAG CONDITION") || !strings.Contains(s, "1  12040 lag shipping") {
+		!strings.Contains(s, "RELAY    LAG CONDITION") || !strings.Contains(s, "1  12040 lag shipping") {
 		t.Errorf("80 columns:\n%s", s)
 	}
 }

@@ -122,11 +122,8 @@ func status(ctx context.Context, args []string, io IO) error {
 				return usagef("--%s and --fleet: the fleet file names each outbox's database, schema, brokers and consumer groups", name)
 			}
 		}
-		if *warnNoRelay > 0 || *critNoRelay > 0 {
-			return usagef("--warn-no-relay and --crit-no-relay are not checked with --fleet yet")
-		}
 		th := fleet.Thresholds{WarnOldest: *warnOldest, CritOldest: *critOldest, WarnFailed: *warnFailed, CritFailed: *critFailed,
-			WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest}
+			WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest, WarnNoRelay: *warnNoRelay, CritNoRelay: *critNoRelay}
 		lt.into(&th)
 		if err := kafka.resolveKafka(io); err != nil {
 			return err
@@ -176,7 +173,7 @@ func status(ctx context.Context, args []string, io IO) error {
 	}
 
 	th := fleet.Thresholds{WarnOldest: *warnOldest, CritOldest: *critOldest, WarnFailed: *warnFailed, CritFailed: *critFailed,
-		WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest}
+		WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest, WarnNoRelay: *warnNoRelay, CritNoRelay: *critNoRelay}
 	lt.into(&th)
 	verdict := th.Check(s, publishable)
 	check := statusCheck{}
@@ -190,7 +187,6 @@ func status(ctx context.Context, args []string, io IO) error {
 	if consumers != nil {
 		th.CheckLag(verdict, *consumers, tui.Sanitize)
 	}
-	checkNoRelay(verdict, s, *warnNoRelay, *critNoRelay)
 	check.Crossed, check.Thresholds = verdict.Crossed, verdict.Thresholds
 	level := int(verdict.Level)
 	check.Level = levelNames[level]
@@ -271,7 +267,7 @@ func statusSummary(check statusCheck, s inspect.Snapshot, publishable inspect.Ag
 	perf("published_1m", fmt.Sprint(s.Published.Last1m.Value), "")
 	perf("relays", fmt.Sprint(s.RelaysLive()), "")
 	if age, seen := s.NoRelayFor(); seen {
-		perf("no_relay", fmt.Sprintf("%.3fs", age.Duration().Seconds()), noRelayCheck)
+		perf("no_relay", fmt.Sprintf("%.3fs", age.Duration().Seconds()), fleet.NoRelayCheck)
 	}
 	if consumers != nil {
 		b.WriteString(lagPerf(*consumers, check))

@@ -57,7 +57,4 @@ func TestStatusRelays(t *testing.T) {
 		len(s.Check.Crossed) != 1 || !strings.HasPrefix(s.Check.Crossed[0], "no relay seen for 10m") {
 		t.Fatalf("json relays %+v crossed %q", s.Relays, s.Check.Crossed)
 	}
-	if r := run(t, env, "status", "--fleet", "x.toml", "--warn-no-relay", "1m"); r.code != ExitStatusUsage {
-		t.Errorf("--warn-no-relay with --fleet: exit %d, want %d", r.code, ExitStatusUsage)
-	}
 }

@@ -46,6 +46,10 @@ type Thresholds struct {
 	// age (zero: no check).
 	WarnLag, CritLag       int64
 	WarnLagAge, CritLagAge time.Duration
+	// No relay live for longer than this (zero: no check), from the relays'
+	// heartbeats and leases (inspect.Snapshot.NoRelayFor); a relay never seen
+	// crosses every bound set.
+	WarnNoRelay, CritNoRelay time.Duration
 }
 
 // DefaultThresholds are `outboxtop status`'s defaults: WARNING past a minute of
@@ -94,9 +98,9 @@ func (c *Check) Note(what string, l Level) {
 }
 
 // FormatBound prints a bound as the crossed text shows it: a duration for the
-// "oldest …" values, a number otherwise.
+// "oldest …" values and the time without a relay, a number otherwise.
 func FormatBound(name string, v float64) string {
-	if strings.HasPrefix(name, "oldest") {
+	if strings.HasPrefix(name, "oldest") || name == NoRelayCheck {
 		return time.Duration(v * float64(time.Second)).String()
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64)
@@ -112,7 +116,35 @@ func (t Thresholds) Check(s inspect.Snapshot, publishable inspect.Age) *Check {
 	if t.MaxOldest > 0 {
 		c.Value("oldest pending", s.OldestPendingAge.String(), s.OldestPendingAge.Duration().Seconds(), nil, durBound(t.MaxOldest))
 	}
+	t.checkNoRelay(c, s)
 	return c
+}
+
+// NoRelayCheck names the relay check in the verdict and the performance data.
+const NoRelayCheck = "no relay seen"
+
+// checkNoRelay applies WarnNoRelay and CritNoRelay: the time since a relay was
+// last live; a relay never seen (no heartbeat, no live lease — or heartbeats
+// this role cannot read) crosses every bound set.
+func (t Thresholds) checkNoRelay(c *Check, s inspect.Snapshot) {
+	if t.WarnNoRelay <= 0 && t.CritNoRelay <= 0 {
+		return
+	}
+	age, seen := s.NoRelayFor()
+	if !seen {
+		level := Warning
+		if t.CritNoRelay > 0 {
+			level = Critical
+		}
+		c.Thresholds = append(c.Thresholds, Threshold{Name: NoRelayCheck, Value: -1, Warning: durBound(t.WarnNoRelay), Critical: durBound(t.CritNoRelay)})
+		why := "no relay ever seen (no heartbeat, no live lease)"
+		if s.RelaysError != "" {
+			why = "no relay seen: the heartbeats could not be read"
+		}
+		c.Note(why, level)
+		return
+	}
+	c.Value(NoRelayCheck, "for "+age.String(), age.Duration().Seconds(), durBound(t.WarnNoRelay), durBound(t.CritNoRelay))
 }
 
 func durBound(d time.Duration) *float64 {

@@ -77,8 +77,9 @@
 // condition ("kafka: …") — never UNKNOWN: UNKNOWN says the database, the
 // outbox itself, could not be read, and that part of the row is still known.
 //
-// What a row cannot say: how many relay processes run. Leases are per batch,
-// not per relay, so Row.Leased (live leases) and the publishing rate stand for
-// "a relay is working here"; a publishable backlog with no lease and no
-// publishing in the last ten seconds is Row.NoRelay.
+// Row.Relays counts the relays live in an outbox: heartbeating (migration 010)
+// or holding a live lease (inspect.Snapshot.RelaysLive); a publishable backlog
+// older than ten seconds with no live relay and no publishing in the last ten
+// seconds is Row.NoRelay. Thresholds.WarnNoRelay/CritNoRelay check the time
+// since a relay was last live, as `status --warn-no-relay` does.
 package fleet

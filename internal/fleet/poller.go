@@ -49,8 +49,11 @@ type Row struct {
 	// died or stalled holding one.
 	Leased        int64 `json:"leased"`
 	ExpiredLeases int64 `json:"expired_leases"`
-	// NoRelay: publishable events have waited over ten seconds with no lease
-	// held and nothing published in the last ten seconds.
+	// Relays are the relays live now: heartbeating (migration 010) or holding a
+	// live lease (inspect.Snapshot.RelaysLive).
+	Relays int `json:"relays"`
+	// NoRelay: publishable events have waited over ten seconds, no relay is
+	// live, and nothing was published in the last ten seconds.
 	NoRelay bool `json:"no_relay"`
 	// Publishable are the ready events not waiting behind a failed or scheduled
 	// one; OldestPublishableAge is the relay's lag (status's "oldest publishable").
@@ -386,7 +389,8 @@ func (m *member) read(ctx context.Context) Row {
 	row.Failed, row.FailedApprox = c.Failed, c.Approx.Failed
 	row.Blocked, row.BlockedApprox = s.Blocked.Count, s.Blocked.Estimate
 	row.RateOut = s.Published.CurrentPerSecond
-	row.NoRelay = row.Publishable > 0 && c.Leased == 0 && s.Published.Last10s == 0 && publishable.Duration() > 10*time.Second
+	row.Relays = s.RelaysLive()
+	row.NoRelay = row.Publishable > 0 && row.Relays == 0 && c.Leased == 0 && s.Published.Last10s == 0 && publishable.Duration() > 10*time.Second
 	check := m.th.Check(s, publishable)
 	row.Level, row.Crossed, row.Thresholds = check.Level, check.Crossed, check.Thresholds
 	m.mu.Lock()

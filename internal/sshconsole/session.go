@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,10 @@ func (s *Server) handle(sess ssh.Session) {
 		_ = sess.Exit(1)
 		return
 	}
+	// The slot is freed before the client is told the session ended (Exit), so
+	// a client that reconnects at once is not refused by its own closed session
+	// (TestSessionsPerKeyAreLimited failed so under load).
+	done = sync.OnceFunc(done)
 	defer done()
 
 	pty, winch, hasPty := sess.Pty()
@@ -56,6 +61,7 @@ func (s *Server) handle(sess ssh.Session) {
 		// The command is not echoed: it is the client's text, and the client
 		// knows what it sent.
 		fmt.Fprint(sess.Stderr(), "outboxtop serve runs the console (no command) or \"status\", nothing else\r\n")
+		done()
 		_ = sess.Exit(2)
 		return
 	case !hasPty || len(cmd) == 1:
@@ -66,6 +72,7 @@ func (s *Server) handle(sess ssh.Session) {
 			fmt.Fprintf(sess.Stderr(), "outboxtop: %s\r\n", tui.Sanitize(oneLine(err.Error())))
 			code = 1
 		}
+		done()
 		_ = sess.Exit(code)
 		return
 	}
@@ -123,6 +130,7 @@ func (s *Server) handle(sess ssh.Session) {
 		code = 1
 	}
 	log.Info("console session closed", "duration", time.Since(start).Round(time.Second), "reason", closeReason(why, err))
+	done()
 	_ = sess.Exit(code)
 	if errors.Is(why, errRevoked) {
 		// A removed key keeps no connection either (a key only demoted to

@@ -1,0 +1,43 @@
+package fleet
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outboxtop/outboxtop/inspect"
+)
+
+// The no-relay check, shared by `status` and every row of `status --fleet`:
+// off by default, crossed by the time since a relay was last live, and at once
+// when none was ever seen.
+func TestNoRelayCheck(t *testing.T) {
+	gone := inspect.Snapshot{Relays: []inspect.RelaySeen{
+		{Holder: "a:1", State: inspect.RelayGone, SeenAge: inspect.Age(10 * time.Minute)},
+		{Holder: "b:2", State: inspect.RelayStopped, SeenAge: inspect.Age(20 * time.Minute)}}}
+	live := inspect.Snapshot{Relays: []inspect.RelaySeen{{Holder: "a:1", State: "running", SeenAge: inspect.Age(time.Second)}}}
+	for _, c := range []struct {
+		name       string
+		s          inspect.Snapshot
+		warn, crit time.Duration
+		want       Level
+		crossed    string
+	}{
+		{"off by default", inspect.Snapshot{}, 0, 0, OK, ""},
+		{"a relay live", live, time.Minute, 5 * time.Minute, OK, ""},
+		{"gone 10m, warn 1m", gone, time.Minute, 0, Warning, "no relay seen for 10m0s > 1m0s"},
+		{"gone 10m, crit 5m", gone, time.Minute, 5 * time.Minute, Critical, "no relay seen for 10m0s > 5m0s"},
+		{"gone 10m, crit 1h", gone, time.Minute, time.Hour, Warning, "no relay seen for 10m0s > 1m0s"},
+		{"never seen, warn", inspect.Snapshot{}, time.Minute, 0, Warning, "no relay ever seen"},
+		{"never seen, crit", inspect.Snapshot{}, time.Minute, time.Hour, Critical, "no relay ever seen"},
+		{"unreadable", inspect.Snapshot{RelaysError: "permission denied"}, time.Minute, 0, Warning, "the heartbeats could not be read"},
+	} {
+		th := Thresholds{WarnOldest: -1, CritOldest: -1, WarnFailed: -1, CritFailed: -1, WarnBlocked: -1, CritBlocked: -1,
+			WarnNoRelay: c.warn, CritNoRelay: c.crit}
+		got := th.Check(c.s, 0)
+		if got.Level != c.want || c.crossed == "" && len(got.Crossed) > 0 ||
+			c.crossed != "" && (len(got.Crossed) != 1 || !strings.Contains(got.Crossed[0], c.crossed)) {
+			t.Errorf("%s: level %v, crossed %q; want %v, %q", c.name, got.Level, got.Crossed, c.want, c.crossed)
+		}
+	}
+}
