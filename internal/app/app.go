@@ -148,7 +148,8 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		relay.NewBacklogCollector(a.Pool, cfg.Schema), relay.NewHealthCollector(a.Pool, cfg.Schema))
+		relay.NewBacklogCollector(a.Pool, cfg.Schema), relay.NewHealthCollector(a.Pool, cfg.Schema),
+		newRelaysCollector(a.ReadOnlyInspector))
 	if cfg.Relay != nil {
 		kcfg := cfg.Kafka
 		kcfg.Extra = append(kcfg.Extra[:len(kcfg.Extra):len(kcfg.Extra)], relay.KafkaMetrics(a.Registry))

@@ -194,7 +194,8 @@ func TestOpenRefusesWhatItCannotHonour(t *testing.T) {
 }
 
 // Without a relay the application watches: /readyz asks only the database,
-// and a read-only application's inspector refuses actions.
+// /metrics has the relay gauges, and a read-only application's inspector
+// refuses actions.
 func TestWatchOnlyReadOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -211,6 +212,13 @@ func TestWatchOnlyReadOnly(t *testing.T) {
 	}
 	if code, body := get(t, a, "/readyz"); code != http.StatusOK || !strings.HasPrefix(body, "ready") {
 		t.Fatalf("/readyz: %d %q", code, body)
+	}
+	// A watcher exports what the outbox says of its relays: none ever seen.
+	_, metrics := get(t, a, "/metrics")
+	for _, want := range []string{"outboxtop_relays_live 0\n", "outboxtop_relays_seen 0\n", "outboxtop_no_relay_seconds NaN\n"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	err = a.Run(ctx, func(ctx context.Context) error { cancel(); <-ctx.Done(); return nil })
