@@ -133,15 +133,20 @@ func perfLabel(name string) string {
 	return notPerfLabel.ReplaceAllString(strings.ToLower(name), "_")
 }
 
-// fleetLine is one outbox: level, name, its worst condition, its numbers, and
-// its consumers' lag when the fleet file names its brokers.
+// fleetLine is one outbox: level, name, every bound it crossed (else its
+// condition), its numbers, and its consumers' lag when the fleet file names its
+// brokers.
 func fleetLine(r fleet.Row) string {
 	if !r.Reachable {
 		return fmt.Sprintf("%-8s %s: unreachable: %s%s", r.Level, r.Name, short(r.Reason, 160), lagText(r.Lag, r.Reason))
 	}
-	return fmt.Sprintf("%-8s %s: %s; publishable %s (oldest %s), failed %s, blocked %s, leased %d, published %.1f/s%s",
-		r.Level, r.Name, r.Condition(), approx(r.Publishable, r.PublishableApprox), r.OldestPublishableAge,
-		approx(r.Failed, r.FailedApprox), approx(r.Blocked, r.BlockedApprox), r.Leased, r.RateOut, lagText(r.Lag, r.Condition()))
+	cond := r.Condition()
+	if len(r.Crossed) > 1 {
+		cond = strings.Join(r.Crossed, ", ")
+	}
+	return fmt.Sprintf("%-8s %s: %s; publishable %s (oldest %s), failed %s, blocked %s, relays %d, leased %d, published %.1f/s%s",
+		r.Level, r.Name, cond, approx(r.Publishable, r.PublishableApprox), r.OldestPublishableAge,
+		approx(r.Failed, r.FailedApprox), approx(r.Blocked, r.BlockedApprox), r.Relays, r.Leased, r.RateOut, lagText(r.Lag, cond))
 }
 
 // lagText is a fleet line's consumer lag: the largest lag and its group, the

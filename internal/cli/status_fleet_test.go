@@ -76,7 +76,7 @@ func TestStatusFleetOneLinePerOutboxWorstWins(t *testing.T) {
 		!statusLine.MatchString(lines[0]) {
 		t.Errorf("summary %q", lines[0])
 	}
-	for k, want := range []string{"UNKNOWN  search: unreachable: ", "WARNING  billing: failed 40 > 0; publishable 0", "OK       orders: ok; publishable 1"} {
+	for k, want := range []string{"UNKNOWN  search: unreachable: ", "WARNING  billing: failed 40 > 0, blocked 40 > 0; publishable 0", "OK       orders: ok; publishable 1"} {
 		if !strings.HasPrefix(lines[k+1], want) {
 			t.Errorf("line %d %q, want prefix %q", k+1, lines[k+1], want)
 		}
