@@ -2,9 +2,7 @@ package tui
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +10,6 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/outboxtop/outboxtop/internal/fleet"
@@ -623,24 +620,7 @@ func labelString(labels map[string]string) string {
 func RunFleet(opts FleetOptions) error {
 	m := NewFleet(opts)
 	defer m.Close()
-	po := []tea.ProgramOption{tea.WithContext(m.opts.Context)}
-	switch {
-	case opts.Terminal != nil:
-		po = append(po, opts.Terminal.programOptions()...)
-	case os.Getenv("NO_COLOR") != "":
-		po = append(po, tea.WithColorProfile(colorprofile.ASCII))
-	}
-	p := tea.NewProgram(m, po...)
-	if opts.Terminal != nil {
-		done := make(chan struct{})
-		defer close(done)
-		go opts.Terminal.forwardResizes(p, done)
-	}
-	_, err := p.Run()
-	if errors.Is(err, tea.ErrProgramKilled) && m.opts.Context.Err() != nil {
-		return nil
-	}
-	return err
+	return runProgram(m.opts.Context, m, opts.Terminal)
 }
 
 // quitsOnQ: q would quit this console here (it is not text typed into a

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"errors"
 	"os"
 
@@ -14,22 +15,28 @@ import (
 // video remain.
 func Run(opts Options) error {
 	m := New(opts)
-	po := []tea.ProgramOption{tea.WithContext(m.opts.Context)}
+	return runProgram(m.opts.Context, m, opts.Terminal)
+}
+
+// runProgram runs a console model on terminal (nil: the process's own) until it
+// quits or ctx ends; ctx ending is a normal way out (a signal), not an error.
+func runProgram(ctx context.Context, m tea.Model, terminal *Terminal) error {
+	po := []tea.ProgramOption{tea.WithContext(ctx)}
 	switch {
-	case opts.Terminal != nil:
-		po = append(po, opts.Terminal.programOptions()...)
+	case terminal != nil:
+		po = append(po, terminal.programOptions()...)
 	case os.Getenv("NO_COLOR") != "":
 		po = append(po, tea.WithColorProfile(colorprofile.ASCII))
 	}
 	p := tea.NewProgram(m, po...)
-	if opts.Terminal != nil {
+	if terminal != nil {
 		done := make(chan struct{})
 		defer close(done)
-		go opts.Terminal.forwardResizes(p, done)
+		go terminal.forwardResizes(p, done)
 	}
 	_, err := p.Run()
-	if errors.Is(err, tea.ErrProgramKilled) && m.opts.Context.Err() != nil {
-		return nil // the context ended (a signal): a normal way out
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil
 	}
 	return err
 }
