@@ -19,11 +19,18 @@ func init() {
 }
 
 // sqlCeiling is relayceiling.Measure: loops goroutines claim and mark, with no
-// broker, until nothing is claimable.
+// broker, until nothing is claimable. Each loop is a Relay of its own, as each
+// relay process is: loops sharing one would share its held heads, so one
+// loop's claim holding the hot aggregate's head for milliseconds would make
+// every loop pass that aggregate over (heads.go) and stop early.
 func sqlCeiling(ctx context.Context, pool *pgxpool.Pool, cfg Config, loops int) (relayceiling.Result, error) {
-	r, err := New(pool, nil, cfg)
-	if err != nil {
-		return relayceiling.Result{}, err
+	relays := make([]*Relay, loops)
+	for i := range relays {
+		r, err := New(pool, nil, cfg)
+		if err != nil {
+			return relayceiling.Result{}, err
+		}
+		relays[i] = r
 	}
 	var mu sync.Mutex
 	var claims []time.Duration
@@ -32,22 +39,28 @@ func sqlCeiling(ctx context.Context, pool *pgxpool.Pool, cfg Config, loops int) 
 	var once sync.Once
 	var firstErr error
 	start := time.Now()
-	for i := 0; i < loops; i++ {
+	for _, r := range relays {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// In ordered mode another loop's batch may be all that blocks this one:
-			// give up only after a few empty claims in a row.
+			// give up only after a few empty claims in a row, and not while this
+			// loop passes over an aggregate whose head another loop's claim held
+			// (the relay claims it again after heldSkip).
 			for empty := 0; empty < 3 && ctx.Err() == nil; {
 				token := uuid.New()
 				began := time.Now()
-				events, err := r.claim(ctx, token, r.cfg.BatchSize)
+				events, again, err := r.claimAgain(ctx, token, r.cfg.BatchSize)
 				took := time.Since(began)
 				if err != nil {
 					once.Do(func() { firstErr = err })
 					return
 				}
 				if len(events) == 0 {
+					if types, _ := r.heads.skipped(time.Now()); again || len(types) > 0 {
+						sleep(ctx, 10*time.Millisecond)
+						continue
+					}
 					empty++
 					sleep(ctx, time.Millisecond)
 					continue
