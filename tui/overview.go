@@ -227,7 +227,7 @@ func (m *Model) viewOverview(w, h int) string {
 
 	right := []string{st.section.Render("RELAY")}
 	if r := vm.relay; r == nil {
-		right = append(right, kv("state", "off (--no-relay)"))
+		right = append(right, kv("state", "none in this process"))
 	} else {
 		state := st.good.Render("running")
 		if r.Paused {
