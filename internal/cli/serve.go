@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -145,22 +147,7 @@ func runServe(ctx context.Context, args []string, io IO) error {
 		"relay", !f.noRelay, "read_only", f.readOnly, "idle_timeout", f.idleTimeout,
 		"max_sessions_per_key", f.maxPerKey)
 	err = a.Run(ctx, func(ctx context.Context) error {
-		// SIGHUP re-reads the key files at once (they are also polled for
-		// changes): removed keys lose their sessions.
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-hup:
-					logger.Info("SIGHUP: reloading the key files")
-					srv.ReloadKeys()
-				}
-			}
-		}()
+		defer reloadKeysOnSIGHUP(srv, logger)()
 		return srv.Serve(ctx, ln)
 	})
 	logger.Info("SSH server stopped")
@@ -177,5 +164,31 @@ func statusWriter(in *inspect.Inspector) func(context.Context, io.Writer) error 
 		printStatus(w, s)
 		fmt.Fprintln(w, "status: OK")
 		return nil
+	}
+}
+
+// reloadKeysOnSIGHUP re-reads srv's key files on every SIGHUP (they are also
+// polled for changes: removed keys lose their sessions) until the returned stop
+// is called. SIGHUP is caught from this call on, so it never ends the process.
+func reloadKeysOnSIGHUP(srv *sshconsole.Server, logger *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-hup:
+				logger.Info("SIGHUP: reloading the key files")
+				srv.ReloadKeys()
+			}
+		}
+	})
+	return func() {
+		signal.Stop(hup)
+		close(done)
+		wg.Wait()
 	}
 }

@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
@@ -72,15 +69,7 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 		},
 		Status: func(_ context.Context, w io.Writer) error {
 			rows := p.Rows()
-			level := fleet.OK
-			for _, r := range rows {
-				level = max(level, r.Level)
-			}
-			fmt.Fprintln(w, fleetSummary(level, rows))
-			for _, r := range rows {
-				sanitizeRow(&r)
-				fmt.Fprintln(w, fleetLine(r))
-			}
+			writeFleetText(w, sanitizeRows(rows), rows)
 			return nil
 		},
 		Logger: logger,
@@ -97,25 +86,11 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 	logger.Info("serving the fleet console over SSH", "addr", ln.Addr().String(), "host_key", srv.HostKeyFingerprint(),
 		"fleet", f.fleet, "outboxes", len(file.Outboxes), "read_only", f.readOnly)
 	ctx, stop := context.WithCancel(ctx)
-	defer stop()
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Run(ctx) })
 	defer wg.Wait()
 	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	wg.Go(func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				logger.Info("SIGHUP: reloading the key files")
-				srv.ReloadKeys()
-			}
-		}
-	})
+	defer reloadKeysOnSIGHUP(srv, logger)()
 	err = srv.Serve(ctx, ln)
 	logger.Info("SSH server stopped")
 	return err

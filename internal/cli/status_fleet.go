@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -40,11 +41,7 @@ func statusFleet(ctx context.Context, path string, th fleet.Thresholds, dial fun
 	}
 	defer p.Close()
 	rows := p.Poll(ctx)
-	level := fleet.OK
-	for k := range rows {
-		sanitizeRow(&rows[k])
-		level = max(level, rows[k].Level)
-	}
+	level := sanitizeRows(rows)
 	if asJSON {
 		enc := json.NewEncoder(io.Out)
 		enc.SetIndent("", "  ")
@@ -52,10 +49,7 @@ func statusFleet(ctx context.Context, path string, th fleet.Thresholds, dial fun
 			return err
 		}
 	} else {
-		fmt.Fprintln(io.Out, fleetSummary(level, rows))
-		for _, r := range rows {
-			fmt.Fprintln(io.Out, fleetLine(r))
-		}
+		writeFleetText(io.Out, level, rows)
 	}
 	if level == fleet.OK {
 		return nil
@@ -67,6 +61,26 @@ func statusFleet(ctx context.Context, path string, th fleet.Thresholds, dial fun
 		}
 	}
 	return exitError{code: int(level), msg: level.String() + ": " + strings.Join(bad, ", ")}
+}
+
+// sanitizeRows makes rows fit to print (sanitizeRow, in place) and returns the
+// fleet's level: the worst of them.
+func sanitizeRows(rows []fleet.Row) fleet.Level {
+	level := fleet.OK
+	for k := range rows {
+		sanitizeRow(&rows[k])
+		level = max(level, rows[k].Level)
+	}
+	return level
+}
+
+// writeFleetText is `status --fleet`'s text: the plugin summary line, then one
+// line per outbox.
+func writeFleetText(w io.Writer, level fleet.Level, rows []fleet.Row) {
+	fmt.Fprintln(w, fleetSummary(level, rows))
+	for _, r := range rows {
+		fmt.Fprintln(w, fleetLine(r))
+	}
 }
 
 // fleetSummary is the plugin output's first line: the fleet's level, how many
