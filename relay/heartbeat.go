@@ -23,10 +23,11 @@ const (
 const heartbeatLogEvery = time.Minute
 
 // heartbeatTimeout bounds one beat: a beat never waits long for a connection or
-// a lock, and a missed one is made up at the next tick.
-func (r *Relay) heartbeatTimeout() time.Duration {
-	return min(r.cfg.HeartbeatInterval, 2*time.Second)
-}
+// a lock, and a missed one is made up at the next tick. It does not shrink with
+// the interval: a 100 ms interval on a busy pool must not turn a 150 ms wait for
+// a connection into a failed beat (ticks missed meanwhile are dropped, not
+// queued).
+const heartbeatTimeout = 2 * time.Second
 
 // heartbeat writes this relay's row every HeartbeatInterval until bg ends. It
 // runs beside the publish path and shares only the pool with it: a beat takes
@@ -68,7 +69,7 @@ func (r *Relay) beatState(run context.Context) string {
 // beat writes one heartbeat. The first that succeeds starts the row's
 // started_at.
 func (r *Relay) beat(ctx context.Context, state string) {
-	ctx, cancel := context.WithTimeout(ctx, r.heartbeatTimeout())
+	bctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
 	defer cancel()
 	r.mu.Lock()
 	inFlight := 0
@@ -77,9 +78,12 @@ func (r *Relay) beat(ctx context.Context, state string) {
 	}
 	r.mu.Unlock()
 	var ours bool
-	err := r.pool.QueryRow(ctx, r.sql.heartbeat, r.cfg.Holder, state, !r.beatStarted.Load(),
+	err := r.pool.QueryRow(bctx, r.sql.heartbeat, r.cfg.Holder, state, !r.beatStarted.Load(),
 		r.cfg.HeartbeatInterval.Milliseconds(), inFlight, r.cfg.Version, string(r.cfg.Ordering), r.cfg.BatchSize).Scan(&ours)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// Run is returning and cancelled this beat: not a failure (the final
+		// beat says stopped).
 	case err != nil:
 		r.m.HeartbeatFailures.Inc()
 		what := "heartbeat failed (relaying goes on; the console will show this relay as gone)"

@@ -216,3 +216,27 @@ func TestHeartbeatNeverHoldsUpPublishing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A beat cut short because Run is returning (its context cancelled mid-statement)
+// is not a heartbeat failure: stopping a healthy relay must not count one.
+func TestHeartbeatCancelledByStopIsNoFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config()
+	cfg.Holder = "hb-cancel:1"
+	r := b.relay(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.beat(ctx, BeatRunning)
+	if n := testutil.ToFloat64(r.m.HeartbeatFailures); n != 0 {
+		t.Errorf("a beat cancelled by stop counted %v failures, want 0", n)
+	}
+	// A beat that fails on its own still counts.
+	if _, err := b.pool.Exec(context.Background(), `DROP FUNCTION outboxtop_relay_beat(text, text, boolean, integer, integer, text, text, integer)`); err != nil {
+		t.Fatal(err)
+	}
+	r.beat(context.Background(), BeatRunning)
+	if n := testutil.ToFloat64(r.m.HeartbeatFailures); n != 1 {
+		t.Errorf("a refused beat counted %v failures, want 1", n)
+	}
+}
