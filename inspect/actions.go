@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -272,6 +273,15 @@ func (i *Inspector) Do(ctx context.Context, r Request) (Result, error) {
 	}
 	return res, nil
 }
+
+// ActionLockTimeout is the lock_timeout of every session that runs operator
+// actions (the CLI and the consoles, fleet or not): no action waits for a lock
+// without end, and a session holding one (an open transaction, a frozen
+// process) turns into ErrRowsLocked. It outlasts a relay frozen inside its
+// claim, which PostgreSQL ends after twice the relay's --lock-timeout (10 s by
+// default), so an action on a frozen relay's events waits for that and
+// succeeds.
+const ActionLockTimeout = 15 * time.Second
 
 // ErrRowsLocked: an action gave up waiting for rows another session holds
 // (lock_timeout); nothing was changed.

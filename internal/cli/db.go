@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
+	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/migrations"
 	"github.com/outboxtop/outboxtop/wire"
 )
@@ -76,14 +78,10 @@ func (d *dbFlags) pool(ctx context.Context, io IO, maxConns int32) (*pgxpool.Poo
 		return nil, err
 	}
 	pcfg.ConnConfig = cfg
-	// No statement of ours waits for a lock without end: a session holding one
-	// (an open transaction, a frozen process) turns into an error that says so
-	// (inspect.ErrRowsLocked). 15 s outlasts a relay frozen inside its claim,
-	// which PostgreSQL ends after twice the relay's --lock-timeout (10 s by
-	// default), so an action on a frozen relay's events waits for that and
-	// succeeds. A DSN that sets lock_timeout itself wins.
+	// No statement of ours waits for a lock without end (see
+	// inspect.ActionLockTimeout). A DSN that sets lock_timeout itself wins.
 	if cfg.RuntimeParams["lock_timeout"] == "" {
-		cfg.RuntimeParams["lock_timeout"] = "15s"
+		cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(inspect.ActionLockTimeout.Milliseconds(), 10)
 	}
 	if maxConns > 0 {
 		pcfg.MaxConns = maxConns

@@ -156,7 +156,9 @@ func NewPoller(f *File, cfg Config) (*Poller, error) {
 	}
 	p := &Poller{file: f, th: th, updated: make(chan struct{}, 1)}
 	for _, o := range f.Outboxes {
-		pool, err := newPool(o, maxConns, "outboxtop fleet")
+		// A lock held by a stuck session turns into a reason that says so
+		// before the poll's own deadline ends it with a plain timeout.
+		pool, err := newPool(o, maxConns, "outboxtop fleet", o.Timeout*8/10)
 		if err != nil {
 			p.Close()
 			return nil, err
@@ -187,8 +189,8 @@ func NewPoller(f *File, cfg Config) (*Poller, error) {
 }
 
 // newPool is a pool on o's database that gives up connecting after o.Timeout
-// and never waits for a lock longer than most of it.
-func newPool(o Outbox, maxConns int32, app string) (*pgxpool.Pool, error) {
+// and never waits for a lock longer than lockTimeout.
+func newPool(o Outbox, maxConns int32, app string, lockTimeout time.Duration) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig(o.DSN())
 	if err != nil {
 		return nil, fmt.Errorf("outbox %q: the connection string does not parse", o.Name)
@@ -201,10 +203,8 @@ func newPool(o Outbox, maxConns int32, app string) (*pgxpool.Pool, error) {
 	if cc.RuntimeParams["application_name"] == "" {
 		cc.RuntimeParams["application_name"] = app
 	}
-	// A lock held by a stuck session turns into a reason that says so before the
-	// poll's own deadline ends it with a plain timeout.
 	if cc.RuntimeParams["lock_timeout"] == "" {
-		cc.RuntimeParams["lock_timeout"] = strconv.FormatInt(max(1, (o.Timeout*8/10).Milliseconds()), 10)
+		cc.RuntimeParams["lock_timeout"] = strconv.FormatInt(max(1, lockTimeout.Milliseconds()), 10)
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), pcfg)
 	if err != nil {
@@ -429,13 +429,14 @@ func reason(ctx context.Context, err error, timeout time.Duration) string {
 
 // Open connects a pool of its own (at most maxConns connections) to the
 // outbox named name, for a console on it: the poller's pools stay the
-// poller's. The caller closes it.
+// poller's. Its actions wait for locks as long as the CLI's
+// (inspect.ActionLockTimeout), not a poll's. The caller closes it.
 func (p *Poller) Open(ctx context.Context, name string, maxConns int32) (*pgxpool.Pool, Outbox, error) {
 	for _, o := range p.file.Outboxes {
 		if o.Name != name {
 			continue
 		}
-		pool, err := newPool(o, maxConns, "outboxtop")
+		pool, err := newPool(o, maxConns, "outboxtop", inspect.ActionLockTimeout)
 		if err != nil {
 			return nil, o, err
 		}

@@ -213,6 +213,12 @@ func TestOpenGivesAConsolePoolOfItsOwn(t *testing.T) {
 	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox_event WHERE failed_at IS NOT NULL`).Scan(&n); err != nil || n != 50 || o.Name != "billing" {
 		t.Fatalf("billing pool: %d, %v, %+v", n, err, o)
 	}
+	// A console's actions wait for a frozen claim to be ended, as the CLI's do;
+	// the poller's own pools give up within a poll.
+	var lt string
+	if err := pool.QueryRow(context.Background(), `SHOW lock_timeout`).Scan(&lt); err != nil || lt != "15s" {
+		t.Errorf("console pool lock_timeout %q (%v), want 15s (inspect.ActionLockTimeout)", lt, err)
+	}
 	if _, _, err := p.Open(context.Background(), "search", 4); err == nil || !strings.Contains(err.Error(), `outbox "search"`) {
 		t.Errorf("unreachable: %v", err)
 	}
