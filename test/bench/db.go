@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -145,7 +147,7 @@ func (e *env) migratedDB(ctx context.Context, name string) (*pgx.Conn, error) {
 	return tc, nil
 }
 
-func (e *env) serverInfo(ctx context.Context) error {
+func (e *env) serverInfo(ctx context.Context, settings map[string]string) error {
 	conn, err := e.admin(ctx)
 	if err != nil {
 		return err
@@ -156,6 +158,13 @@ func (e *env) serverInfo(ctx context.Context) error {
 		return err
 	}
 	e.results.Server = fmt.Sprintf("%s; fsync=%s, shared_buffers=%s", v, fsync, sb)
+	for _, name := range slices.Sorted(maps.Keys(settings)) {
+		var got string
+		if err := conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&got); err != nil {
+			return fmt.Errorf("--pg-set %s: %w", name, err)
+		}
+		e.results.Server += fmt.Sprintf(", %s=%s", name, got)
+	}
 	return nil
 }
 

@@ -232,12 +232,19 @@ func (e *env) incidentRelays(ctx context.Context, table, ordering string, procs 
 		cmds, addrs = append(cmds, c), append(addrs, addr)
 	}
 	deadline := time.Now().Add(5 * time.Minute)
+	// When each tenth of the backlog was published: a drain whose last tenths
+	// take longest is limited by one aggregate (the hot one), not the claim.
+	var tenths []string
 	for {
 		n := 0
 		for _, a := range addrs {
 			n += scrapePublished(a)
 		}
+		for len(tenths) < 10 && n >= (len(tenths)+1)*healthyEvents/10 {
+			tenths = append(tenths, fmt.Sprintf("%.1f", time.Since(start).Seconds()))
+		}
 		if n >= healthyEvents {
+			logf("incident %s %s ×%d: tenths published at %s s", table, ordering, procs, strings.Join(tenths, " "))
 			break
 		}
 		if time.Now().After(deadline) {

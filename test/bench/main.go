@@ -5,6 +5,10 @@
 //
 //	go run ./test/bench                 # quick profile, a few minutes
 //	go run ./test/bench --profile full  # the whole matrix, about an hour
+//	go run ./test/bench --profile incident --pg-set wal_compression=lz4
+//
+// --pg-set (repeatable) changes a server setting of the throwaway cluster, to
+// measure what a setting is worth; the results name every setting changed.
 //
 // PostgreSQL is a throwaway cluster from the local binaries with fsync on; Kafka
 // is franz-go's kfake in this process; the relays are the outboxtop binary, built
@@ -69,19 +73,28 @@ func main() {
 	out := flag.String("out", "bench-out", "directory for results.json and results.md")
 	plots := flag.String("plots", "docs/bench", "directory for the SVG plots")
 	only := flag.String("only", "", "run only these parts, comma-separated: throughput, batch, latency, memory, snapshot")
+	settings := map[string]string{"shared_buffers": "1GB", "max_wal_size": "8GB", "checkpoint_timeout": "15min"}
+	flag.Func("pg-set", "a PostgreSQL setting for the run, name=value (repeatable)", func(v string) error {
+		name, value, ok := strings.Cut(v, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("want name=value, not %q", v)
+		}
+		settings[name] = value
+		return nil
+	})
 	flag.Parse()
 	p, ok := profiles[*prof]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (quick or full)\n", *prof)
 		os.Exit(2)
 	}
-	if err := run(p, *out, *plots, *only); err != nil {
+	if err := run(p, *out, *plots, *only, settings); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(p profile, out, plots, only string) error {
+func run(p profile, out, plots, only string, settings map[string]string) error {
 	ctx := context.Background()
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -96,14 +109,13 @@ func run(p profile, out, plots, only string) error {
 		return fmt.Errorf("building outboxtop: %w", err)
 	}
 	logf("starting PostgreSQL (fsync on)")
-	c, err := pgtemp.Start(ctx, pgtemp.Options{Settings: map[string]string{
-		"shared_buffers": "1GB", "max_wal_size": "8GB", "checkpoint_timeout": "15min"}})
+	c, err := pgtemp.Start(ctx, pgtemp.Options{Settings: settings})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	e.cluster = c
-	if err := e.serverInfo(ctx); err != nil {
+	if err := e.serverInfo(ctx, settings); err != nil {
 		return err
 	}
 
