@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxtop/outboxtop/internal/pgplan"
 	"github.com/outboxtop/outboxtop/internal/sqltemplate"
 	"github.com/outboxtop/outboxtop/wire"
 )
@@ -140,7 +141,7 @@ func countCapped(ctx context.Context, q querier, query string, limit int64, args
 	if n <= limit {
 		return Count{Value: n}, nil
 	}
-	est, err := planRows(ctx, q, query, args...)
+	est, err := pgplan.Rows(ctx, q, query, args...)
 	if err != nil {
 		return Count{}, err
 	}
@@ -148,23 +149,6 @@ func countCapped(ctx context.Context, q querier, query string, limit int64, args
 		est = n
 	}
 	return Count{Value: est, Estimate: true}, nil
-}
-
-// planRows is the planner's row estimate for query.
-func planRows(ctx context.Context, q querier, query string, args ...any) (int64, error) {
-	var plan []struct {
-		Plan struct {
-			Rows float64 `json:"Plan Rows"`
-		} `json:"Plan"`
-	}
-	var raw []byte
-	if err := q.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+query, args...).Scan(&raw); err != nil {
-		return 0, fmt.Errorf("estimating: %w", err)
-	}
-	if err := json.Unmarshal(raw, &plan); err != nil || len(plan) == 0 {
-		return 0, fmt.Errorf("reading plan estimate: %v", err)
-	}
-	return int64(plan[0].Plan.Rows), nil
 }
 
 // querier is what both a pool and a transaction offer.

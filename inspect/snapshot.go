@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/outboxtop/outboxtop/internal/pgplan"
 	"github.com/outboxtop/outboxtop/internal/sqltemplate"
 	"github.com/outboxtop/outboxtop/wire"
 )
@@ -446,7 +447,7 @@ func (i *Inspector) estimatePastPass(ctx context.Context, tx pgx.Tx, s *Snapshot
 	}
 	if n > failedCap {
 		// Failed rows rarely have a future available_at: leave the condition out.
-		n, err = planRows(ctx, tx, "SELECT 1 FROM "+i.outbox+" WHERE published_at IS NULL AND available_at > now()")
+		n, err = pgplan.Rows(ctx, tx, "SELECT 1 FROM "+i.outbox+" WHERE published_at IS NULL AND available_at > now()")
 		if err != nil {
 			return err
 		}
@@ -578,7 +579,7 @@ func (i *Inspector) indexRows(ctx context.Context, tx pgx.Tx, index, query strin
 	if n != nil {
 		return int64(*n), nil
 	}
-	return planRows(ctx, tx, query)
+	return pgplan.Rows(ctx, tx, query)
 }
 
 // snapFailed counts the failed events and groups them by type, error and attempts:
@@ -703,7 +704,7 @@ func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot) err
 		// Aggregates with a failed or scheduled event, by the planner's statistics:
 		// an upper bound of the blocked ones in the usual case (the first such
 		// event heads its aggregate), never below those found.
-		est, err := planRows(ctx, tx, `SELECT DISTINCT aggregate_type, aggregate_id FROM `+i.outbox+`
+		est, err := pgplan.Rows(ctx, tx, `SELECT DISTINCT aggregate_type, aggregate_id FROM `+i.outbox+`
 			WHERE published_at IS NULL AND (failed_at IS NOT NULL OR available_at > now())`)
 		if err != nil {
 			return err

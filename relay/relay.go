@@ -41,9 +41,10 @@ type Relay struct {
 	heads     headWatch
 	waiters   sync.Map // lease token → aggregates of the batch with blocked rows (map[aggregateKey]bool)
 
-	beatStarted   atomic.Bool  // a heartbeat was written: started_at is set
-	beatWarned    atomic.Int64 // when a failing heartbeat was last logged (unix ns)
-	skipFinalBeat atomic.Bool  // tests: end as a killed process would, without the stopped beat
+	beatStarted   atomic.Bool         // a heartbeat was written: started_at is set
+	beatWarned    atomic.Int64        // when a failing heartbeat was last logged (unix ns)
+	sweepPaused   func(time.Duration) // tests: told of each pause between sweep chunks
+	skipFinalBeat atomic.Bool         // tests: end as a killed process would, without the stopped beat
 }
 
 type batch struct {

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,9 +136,15 @@ func TestSweepWalksEveryChunk(t *testing.T) {
 		FROM generate_series(0, 2 * $1 - 1) g ORDER BY g`, aggs)
 	b.exec(t, `UPDATE outbox_event SET blocked = true WHERE NOT blocked AND aggregate_id < 'a-5'`)
 	r := b.relay(t, b.config())
+	var pauses []time.Duration
+	r.sweepPaused = func(d time.Duration) { pauses = append(pauses, d) }
 	n, err := r.sweep(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Paced: a pause after each full chunk (the short third chunk is the last).
+	if len(pauses) != 2 || slices.Min(pauses) <= 0 {
+		t.Errorf("sweep of 3 chunks paused %v, want 2 pauses of sweepPace × the chunk's time", pauses)
 	}
 	orphans := b.count(t, "aggregate_id < 'a-5' AND seq IN (SELECT min(seq) FROM outbox_event GROUP BY aggregate_id)")
 	if n != int64(orphans) || b.count(t, "blocked") != aggs {
