@@ -81,8 +81,8 @@ const TopN = 10
 // some are estimates: Approx says which (Published and Archived carry their own).
 type Counts struct {
 	Ready int64 `json:"ready"`
-	// Waiting are the ready events behind an earlier failed or scheduled event of
-	// their aggregate: the ordered claim leaves them until it goes. Ready − Waiting
+	// Waiting are the ready events behind a failed or scheduled head of their
+	// aggregate (wire.WaitingSQL): the ordered claim leaves them until it goes. Ready − Waiting
 	// is what the relay can publish now.
 	Waiting   int64 `json:"waiting"`
 	Scheduled int64 `json:"scheduled"`
@@ -279,14 +279,9 @@ const (
 	readySample = 500
 )
 
-// waitingSQL is true for a row (alias h) that has an earlier unpublished event of its
-// aggregate that is failed or scheduled: the ordered claim will not take it yet.
-func (i *Inspector) waitingSQL(h string) string {
-	return `EXISTS (SELECT 1 FROM ` + i.outbox + ` p
-		WHERE p.published_at IS NULL AND p.aggregate_type = ` + h + `.aggregate_type
-		AND p.aggregate_id = ` + h + `.aggregate_id AND p.seq < ` + h + `.seq
-		AND (p.failed_at IS NOT NULL OR (p.available_at > now() AND (p.lease_until IS NULL OR p.lease_until <= now()))))`
-}
+// waitingSQL is true for a row (alias h) whose aggregate's head before it is
+// failed or scheduled: the ordered claim will not take it yet (wire.WaitingSQL).
+func (i *Inspector) waitingSQL(h string) string { return wire.WaitingSQL(i.outbox, h) }
 
 func attemptsBucketSQL() string {
 	bucket := "CASE"

@@ -46,14 +46,14 @@ func NewBacklogCollector(pool *pgxpool.Pool, schema string) *BacklogCollector {
 			count(*) FILTER (WHERE ` + wire.LeasedSQL + `),
 			count(*) FILTER (WHERE ` + wire.FailedSQL + `),
 			coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE ` + wire.PendingSQL + `)), 0),
-			-- The lag: the oldest ready event not waiting behind an earlier failed
+			-- The lag: the oldest ready event not waiting behind a failed
 			-- or scheduled event of its aggregate (a poison event would make that
 			-- grow without bound while the relay is healthy).
 			(` + wire.OldestPublishableSQL(t) + `)
 			FROM ` + t + ` WHERE published_at IS NULL`,
 		events:     prometheus.NewDesc("outboxtop_backlog_events", "Unpublished events by state.", []string{"state"}, nil),
 		oldestPend: prometheus.NewDesc("outboxtop_oldest_pending_age_seconds", "Age of the oldest pending (ready or scheduled) event, from its created_at.", nil, nil),
-		oldestRdy:  prometheus.NewDesc("outboxtop_oldest_ready_age_seconds", "How long the oldest publishable event has been claimable (now - max(created_at, available_at)): the relay's lag. Ready events waiting behind an earlier failed or scheduled event of their aggregate are left out.", nil, nil),
+		oldestRdy:  prometheus.NewDesc("outboxtop_oldest_ready_age_seconds", "How long the oldest publishable event has been claimable (now - max(created_at, available_at)): the relay's lag. Ready events waiting behind a failed or scheduled head of their aggregate (wire.WaitingSQL) are left out.", nil, nil),
 		up:         prometheus.NewDesc("outboxtop_backlog_up", "1 when the last backlog query succeeded.", nil, nil),
 	}
 }

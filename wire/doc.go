@@ -20,8 +20,9 @@
 //     see the table below), shared by the relay's queries, inspect's lists and
 //     actions, the console and status. BlockerSQL is what blocks an aggregate
 //     (a failed or scheduled event that heads it, HeadSQL), the relay's health
-//     gauge and the console's blocked list both count it; OldestPublishableSQL
-//     is the age of the oldest event the relay could publish now.
+//     gauge and the console's blocked list both count it; WaitingSQL is what
+//     waits behind one, and OldestPublishableSQL the age of the oldest event
+//     the relay could publish now.
 //
 // # Why a package of its own
 //

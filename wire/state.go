@@ -76,22 +76,37 @@ func BlockerSQL(table, row string) string {
 	return `(` + FailedSQL + ` OR ` + ScheduledSQL + `) AND ` + HeadSQL(table, row)
 }
 
+// WaitingSQL is the condition that row waits behind a blocker: the first
+// unpublished event of its aggregate before it (the aggregate's head) is failed
+// or scheduled, so the ordered relay will not take row yet. It is one probe of
+// outbox_aggregate_idx for that head (LIMIT 1), so its cost does not grow with
+// the aggregate's backlog: asking instead whether any earlier event is failed
+// or scheduled read every earlier event of the aggregate, 10,000 for a hot
+// aggregate's newest row (0.85 s for a 500-row sample beside a storm). An event
+// behind a ready or leased head with a blocker further on is not waiting yet:
+// it is once the relay has published the head, which it does next. The
+// arguments are HeadSQL's.
+func WaitingSQL(table, row string) string {
+	return `coalesce((SELECT p.failed_at IS NOT NULL OR (p.available_at > now() AND (p.lease_until IS NULL OR p.lease_until <= now()))
+			FROM ` + table + ` p
+			WHERE p.published_at IS NULL AND p.aggregate_type = ` + row + `.aggregate_type
+			  AND p.aggregate_id = ` + row + `.aggregate_id AND p.seq < ` + row + `.seq
+			ORDER BY p.seq LIMIT 1), false)`
+}
+
 // OldestPublishableSQL is a query for the age in seconds (0 when none) of the
-// longest-waiting publishable event of table: ready, and not waiting behind an
-// earlier failed or scheduled event of its aggregate, so one poison event does
-// not make it grow. It walks the ordered claim's index (outbox_claim_idx), which
-// holds no failed, scheduled or known-waiting row, so its cost is that of a
-// claim's first row, not the size of a storm. table must be a sanitized,
+// longest-waiting publishable event of table: ready, and not waiting behind a
+// failed or scheduled head of its aggregate (WaitingSQL), so one poison event
+// does not make it grow. It walks the ordered claim's index (outbox_claim_idx),
+// which holds no failed, scheduled or known-waiting row, so its cost is that of
+// a claim's first row, not the size of a storm. table must be a sanitized,
 // schema-qualified identifier.
 func OldestPublishableSQL(table string) string {
 	return `SELECT coalesce((SELECT extract(epoch FROM now() - greatest(c.created_at, c.available_at))::float8
 		FROM ` + table + ` c
 		WHERE c.published_at IS NULL AND c.failed_at IS NULL AND NOT c.blocked
 		  AND c.available_at <= now() AND (c.lease_until IS NULL OR c.lease_until <= now())
-		  AND NOT EXISTS (SELECT 1 FROM ` + table + ` p
-			WHERE p.published_at IS NULL AND p.aggregate_type = c.aggregate_type
-			  AND p.aggregate_id = c.aggregate_id AND p.seq < c.seq
-			  AND (p.failed_at IS NOT NULL OR (p.available_at > now() AND (p.lease_until IS NULL OR p.lease_until <= now()))))
+		  AND NOT ` + WaitingSQL(table, "c") + `
 		ORDER BY c.available_at, c.seq
 		LIMIT 1), 0)`
 }

@@ -72,7 +72,8 @@ func TestEveryRowIsInOneState(t *testing.T) {
 }
 
 // A blocker is a failed or scheduled event with no unpublished event of its
-// aggregate before it; HeadSQL is the second half.
+// aggregate before it; HeadSQL is the second half; WaitingSQL is what waits
+// behind a blocker.
 func TestBlockerAndHead(t *testing.T) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, testenv.DB(t))
@@ -88,7 +89,8 @@ func TestBlockerAndHead(t *testing.T) {
 		(gen_random_uuid(), 'a', 'scheduled-head', 'blocker', '{}', NULL, NULL, now() + interval '1 hour'),
 		(gen_random_uuid(), 'a', 'scheduled-head', 'waits', '{}', NULL, NULL, now()),
 		(gen_random_uuid(), 'a', 'ready-head', 'head', '{}', NULL, NULL, now()),
-		(gen_random_uuid(), 'a', 'ready-head', 'behind', '{}', NULL, now(), now())`); err != nil {
+		(gen_random_uuid(), 'a', 'ready-head', 'behind', '{}', NULL, now(), now()),
+		(gen_random_uuid(), 'a', 'ready-head', 'later', '{}', NULL, NULL, now())`); err != nil {
 		t.Fatal(err)
 	}
 	names := func(cond string) []string {
@@ -107,5 +109,17 @@ func TestBlockerAndHead(t *testing.T) {
 	}
 	if got, want := names("published_at IS NULL AND "+wire.HeadSQL("outbox_event", "o")), []string{"failed-head/blocker", "scheduled-head/blocker", "ready-head/head"}; !slices.Equal(got, want) {
 		t.Errorf("unpublished heads %v, want %v", got, want)
+	}
+	// Waiting: behind a failed or scheduled head. ready-head/later is not
+	// waiting yet (its head is ready; the relay publishes that first, and then
+	// the failed event behind it heads the aggregate).
+	if got, want := names("published_at IS NULL AND "+wire.WaitingSQL("outbox_event", "o")), []string{"failed-head/waits", "scheduled-head/waits"}; !slices.Equal(got, want) {
+		t.Errorf("waiting %v, want %v", got, want)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE outbox_event SET published_at = now() WHERE aggregate_id = 'ready-head' AND event_type = 'head'`); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names("published_at IS NULL AND "+wire.WaitingSQL("outbox_event", "o")), []string{"failed-head/waits", "scheduled-head/waits", "ready-head/later"}; !slices.Equal(got, want) {
+		t.Errorf("waiting once the ready head is published %v, want %v", got, want)
 	}
 }
