@@ -1,0 +1,57 @@
+package relay
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/outboxtop/outboxtop/internal/testenv"
+)
+
+// A backlog too large to count within exactTimeout is estimated, not reported
+// as a database that does not answer: up stays 1 (no false "database
+// unreachable" page in the largest outage), the counts are the planner's, the
+// lag is still exact, and the collector keeps estimating for a while instead of
+// timing out on every read.
+func TestBacklogTooLargeToCountIsEstimated(t *testing.T) {
+	t.Parallel()
+	pool, _ := testenv.Pool(t)
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `
+		INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at)
+		SELECT gen_random_uuid(), 'order', 'o-' || g, 'E', '{}', now() - interval '10 seconds', now() - interval '10 seconds'
+		FROM generate_series(1, 2000) g;
+		INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, failed_at, last_error)
+		SELECT gen_random_uuid(), 'order', 'f-' || g, 'E', '{}', now(), 'boom' FROM generate_series(1, 500) g;
+		ANALYZE outbox_event`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewBacklogCollector(pool, "public")
+	b, err := c.read()
+	if err != nil || b.estimated || b.ready != 2000 || b.failed != 500 {
+		t.Fatalf("counted %+v (%v), want exactly 2000 ready and 500 failed", b, err)
+	}
+
+	c = NewBacklogCollector(pool, "public")
+	c.exactTimeout = time.Nanosecond // counting never finishes in time
+	b, err = c.read()
+	if err != nil || !b.estimated {
+		t.Fatalf("read %+v (%v), want estimated counts and no error", b, err)
+	}
+	if b.ready < 1500 || b.ready > 2500 || b.failed < 300 || b.failed > 700 || b.scheduled > 100 {
+		t.Errorf("estimated %+v, want about 2000 ready, 500 failed, no scheduled", b)
+	}
+	if b.oldestReady < 9 || b.oldestReady > 60 || b.oldestPending < 9 || b.oldestPending > 60 {
+		t.Errorf("ages %+v, want about 10 s", b)
+	}
+	if !c.estimateUntil.After(time.Now().Add(backlogEstimateFor - time.Minute)) {
+		t.Errorf("estimating until %v, want about %v from now", c.estimateUntil, backlogEstimateFor)
+	}
+	// The next reads estimate without trying to count first.
+	c.exactTimeout = time.Minute
+	c.cache.readAt = time.Time{}
+	if b, err = c.read(); err != nil || !b.estimated {
+		t.Errorf("second read %+v (%v), want estimated", b, err)
+	}
+}
