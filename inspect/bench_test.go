@@ -83,11 +83,36 @@ func BenchmarkSnapshot(b *testing.B) {
 // the last half hour, after VACUUM ANALYZE. The snapshot reads a bounded number of
 // rows and estimates the rest (marked), so its cost does not grow with the incident.
 //
-//	go test -run '^$' -bench BenchmarkSnapshotIncident -benchtime 30x ./inspect/
-func BenchmarkSnapshotIncident(b *testing.B) {
+//	go test -run '^$' -bench 'BenchmarkSnapshotIncident$' -benchtime 30x ./inspect/
+func BenchmarkSnapshotIncident(b *testing.B) { benchSnapshotIncident(b) }
+
+// BenchmarkSnapshotIncidentHotAggregate: the same incident, then 10,000 ready
+// events of one hot aggregate and, newest of all, 150,000 more retries
+// scheduled (a topic gone missing a minute ago): the rows a snapshot samples
+// from the end of the relay's order are the storm's and the hot aggregate's.
+// Asking of each sampled row whether any earlier event of its aggregate was
+// failed or scheduled read the hot aggregate's whole backlog per row (0.85 s);
+// wire.WaitingSQL asks its head.
+//
+//	go test -run '^$' -bench 'BenchmarkSnapshotIncidentHotAggregate$' -benchtime 30x ./inspect/
+func BenchmarkSnapshotIncidentHotAggregate(b *testing.B) {
+	benchSnapshotIncident(b,
+		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at)
+		SELECT gen_random_uuid(), 'order', 'hot', 'Order' || (g % 8), '{"amount": 42}',
+			now() - interval '5 minutes' + g * interval '10 milliseconds', now() - interval '5 minutes' + g * interval '10 milliseconds'
+		FROM generate_series(1, 10000) g`,
+		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at,
+			attempts, last_error)
+		SELECT gen_random_uuid(), 'invoice', 'm-' || (g % 50000), 'Invoice' || (g % 4), '{"amount": 42}',
+			now() - interval '1 minute', now() + interval '1 hour', 1, 'kafka: UNKNOWN_TOPIC_OR_PARTITION'
+		FROM generate_series(1, 150000) g`,
+		`VACUUM ANALYZE outbox_event`)
+}
+
+func benchSnapshotIncident(b *testing.B, more ...string) {
 	pool, _ := testenv.Pool(b)
 	ctx := context.Background()
-	for _, q := range []string{
+	for _, q := range append([]string{
 		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at,
 			attempts, failed_at, last_error)
 		SELECT gen_random_uuid(), 'order', 'f-' || (g % 100000), 'Order' || (g % 8), '{"amount": 42}',
@@ -117,7 +142,7 @@ func BenchmarkSnapshotIncident(b *testing.B) {
 		FROM generate_series(1, 300000) g`,
 		`VACUUM ANALYZE outbox_event`,
 		`VACUUM ANALYZE consumed_event`,
-	} {
+	}, more...) {
 		if _, err := pool.Exec(ctx, q); err != nil {
 			b.Fatal(err)
 		}

@@ -8,7 +8,9 @@
 // the demo's order service commits a few hundred events a second. Meanwhile a
 // fault schedule runs: a relay is SIGKILLed and restarted; one is SIGSTOPped past
 // its lease and continued (a zombie lease holder whose marks must be fenced); the
-// broker is stopped and restarted (scripts/kafka restart); PostgreSQL is restarted
+// broker is stopped and restarted (scripts/kafka restart) after --broker-outage
+// (3 s; `--duration 6m --broker-outage 3m` keeps it away for minutes while the
+// writers go on); PostgreSQL is restarted
 // with a fast shutdown; poison events are injected; and the operator's CLI actions
 // (retry, reset-lease, archive, skip) run mid-flight. Then the load stops, the
 // relays drain, and `soak check` — a separate process with its own Kafka client —

@@ -47,13 +47,13 @@ func (s *soak) schedule() []step {
 			f.Note = fmt.Sprintf("caught on try %d holding %d events", tries, len(ids))
 			return time.Now()
 		}},
-		{0.36, "Kafka broker stopped, restarted 3s later", func(ctx context.Context, f *faultResult) time.Time {
+		{0.36, fmt.Sprintf("Kafka broker stopped, restarted %v later", s.cfg.outage), func(ctx context.Context, f *faultResult) time.Time {
 			if s.cfg.kafkaCtl == "" {
 				f.Note = "skipped: no --kafka-ctl"
 				return time.Now()
 			}
 			s.kafka("stop")
-			time.Sleep(3 * time.Second)
+			time.Sleep(s.cfg.outage)
 			if err := s.kafka("restart"); err != nil {
 				// Try once more: the rest of the run (and of CI) needs the broker.
 				time.Sleep(2 * time.Second)

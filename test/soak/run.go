@@ -31,6 +31,7 @@ type soakConfig struct {
 	duration   time.Duration
 	brokers    string
 	kafkaCtl   string
+	outage     time.Duration // how long the broker is stopped
 	rate       float64
 	relays     int
 	lease      time.Duration
@@ -93,6 +94,7 @@ func runSoak(args []string) int {
 	fs.StringVar(&cfg.brokers, "brokers", "127.0.0.1:19092", "the real Kafka broker (scripts/kafka start)")
 	fs.StringVar(&cfg.kafkaCtl, "kafka-ctl", "scripts/kafka", "script with stop and restart verbs for the broker (KAFKA_PORT is set from --brokers); empty skips the broker fault")
 	fs.Float64Var(&cfg.rate, "rate", 300, "events per second the order service commits")
+	fs.DurationVar(&cfg.outage, "broker-outage", 3*time.Second, "how long the broker stays stopped (minutes: scripts/soak --duration 6m --broker-outage 3m)")
 	fs.IntVar(&cfg.relays, "relays", 3, "relay processes")
 	fs.DurationVar(&cfg.lease, "lease", 5*time.Second, "the relays' --lease; the zombie is stopped for lease + 2s")
 	fs.IntVar(&cfg.batch, "batch-size", 200, "the relays' --batch-size")
