@@ -8,7 +8,8 @@ import (
 	"github.com/outboxtop/outboxtop/internal/testenv"
 )
 
-// A backlog too large to count within exactTimeout is estimated, not reported
+// A backlog too large to count (past exactMax rows, or not counted within
+// exactTimeout) is estimated, not reported
 // as a database that does not answer: up stays 1 (no false "database
 // unreachable" page in the largest outage), the counts are the planner's, the
 // lag is still exact, and the collector keeps estimating for a while instead of
@@ -48,7 +49,19 @@ func TestBacklogTooLargeToCountIsEstimated(t *testing.T) {
 	if !c.estimateUntil.After(time.Now().Add(backlogEstimateFor - time.Minute)) {
 		t.Errorf("estimating until %v, want about %v from now", c.estimateUntil, backlogEstimateFor)
 	}
-	// The next reads estimate without trying to count first.
+	// Past exactMax unpublished rows by the planner's statistics, the counts
+	// are estimated without trying to count.
+	c = NewBacklogCollector(pool, "public")
+	c.exactMax = 1000
+	if b, err = c.read(); err != nil || !b.estimated || !c.estimateUntil.IsZero() {
+		t.Errorf("read past exactMax %+v (%v), want estimated (and no timeout)", b, err)
+	}
+	// After a timeout, the next reads estimate without trying to count first.
+	c = NewBacklogCollector(pool, "public")
+	c.exactTimeout = time.Nanosecond
+	if _, err = c.read(); err != nil {
+		t.Fatal(err)
+	}
 	c.exactTimeout = time.Minute
 	c.cache.readAt = time.Time{}
 	if b, err = c.read(); err != nil || !b.estimated {
