@@ -183,3 +183,38 @@ func TestSlowTimelineReadsAreSpacedOut(t *testing.T) {
 		t.Fatal("an action does not read the timeline again at once")
 	}
 }
+
+// TestSlowLoadsAreSpacedOut: the views' load (snapshot and the list on
+// screen) that took 0.8 s starts again only 8 s after it started, not every
+// second, so one console costs at most a tenth of a backend in an incident;
+// the header says so, and a fast load brings the chosen interval back.
+func TestSlowLoadsAreSpacedOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{})
+	b.size(120, 30)
+	tick := func() bool {
+		b.m.Update(tickMsg{gen: b.m.tickGen})
+		started := b.m.loading
+		b.m.loading = false
+		return started
+	}
+	b.m.loadStarted = b.clock
+	b.m.Update(loadedMsg{req: loadRequest{view: b.m.view}, overview: b.m.overview, took: 800 * time.Millisecond})
+	if s := b.text(); !strings.Contains(s, "slow read 800ms: every 8s") {
+		t.Errorf("the header does not say the reads are slow:\n%s", s)
+	}
+	b.clock = b.clock.Add(7900 * time.Millisecond)
+	if tick() {
+		t.Fatal("loaded again 7.9 s after a 0.8 s load started")
+	}
+	b.clock = b.clock.Add(100 * time.Millisecond)
+	if !tick() {
+		t.Fatal("not loaded again 8 s after a 0.8 s load started")
+	}
+	b.m.loadStarted = b.clock
+	b.m.Update(loadedMsg{req: loadRequest{view: b.m.view}, overview: b.m.overview, took: 20 * time.Millisecond})
+	b.clock = b.clock.Add(b.m.refresh)
+	if !tick() || strings.Contains(b.text(), "slow read") {
+		t.Errorf("after a fast load, not back to every %v:\n%s", b.m.refresh, b.text())
+	}
+}

@@ -67,6 +67,9 @@ type Model struct {
 	loadStarted, lastLoaded time.Time
 	loadErr                 error
 	refresh                 time.Duration
+	// loadTook is how long the last load took: refreshes start at least
+	// 10 × that apart (refreshEvery).
+	loadTook time.Duration
 	tickGen                 int
 
 	status    string
@@ -132,7 +135,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil // an older tick chain, replaced when the interval changed
 		}
 		cmds := []tea.Cmd{m.tick()}
-		if !m.loading && m.now().Sub(m.loadStarted) >= m.refresh {
+		if !m.loading && m.now().Sub(m.loadStarted) >= m.refreshEvery() {
 			cmds = append(cmds, m.startLoad())
 		}
 		return m, tea.Batch(cmds...)
@@ -175,6 +178,7 @@ func (m *Model) onLoaded(msg loadedMsg) tea.Cmd {
 		m.loadErr = nil
 		m.loaded = true
 		m.lastLoaded = m.now()
+		m.loadTook = msg.took
 		m.overview = msg.overview
 		m.trend.add(msg.overview.sample)
 		if p := &m.overview.counts.Published; p.Estimate {
@@ -500,3 +504,11 @@ func (m *Model) escIdle() bool {
 }
 
 var _ tea.Model = (*Model)(nil)
+
+// refreshEvery is how often the views are read again: the chosen interval, or
+// 10 × the last load's time when that is longer, so that one console costs the
+// database at most a tenth of a backend however slow its reads get in an
+// incident (a filtered list of a million failed events took 0.72 s a read; read
+// every second, each viewer over SSH took most of a core from the relay). Keys,
+// actions and filters still read at once.
+func (m *Model) refreshEvery() time.Duration { return max(m.refresh, 10*m.loadTook) }

@@ -98,6 +98,9 @@ func (m *Model) headerLine() string {
 		left += " · " + st.warn.Render("READ-ONLY")
 	}
 	right := "refresh " + m.refresh.String()
+	if every := m.refreshEvery(); every > m.refresh {
+		right = fmt.Sprintf("slow read %s: every %s", m.loadTook.Round(10*time.Millisecond), every.Round(100*time.Millisecond))
+	}
 	now := m.now()
 	switch {
 	case !m.loaded && m.loadErr == nil:
