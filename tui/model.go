@@ -70,7 +70,7 @@ type Model struct {
 	// loadTook is how long the last load took: refreshes start at least
 	// 10 × that apart (refreshEvery).
 	loadTook time.Duration
-	tickGen                 int
+	tickGen  int
 
 	status    string
 	statusBad bool
