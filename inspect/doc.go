@@ -27,12 +27,12 @@
 // number of rows one by one and never scans published history:
 //
 //   - the unpublished rows that are not failed, in the relay's order (seq), at most
-//     5,000: their states, attempts and whether a ready one waits behind an earlier
-//     failed or scheduled event of its aggregate (Counts.Waiting);
+//     5,000: their states, attempts and whether a ready one waits behind a failed
+//     or scheduled head of its aggregate (Counts.Waiting, wire.WaitingSQL);
 //   - the newest 1,000 failed rows, for the failed count and the groups by type and
 //     error (Snapshot.FailedGroupsOf says when they cover only these);
-//   - up to 250 blocking events of each kind (failed, scheduled), for the blocked
-//     aggregates.
+//   - up to 250 blocking events of each kind (failed, scheduled), found among at
+//     most 2,000 events of that kind, for the blocked aggregates.
 //
 // The relays seen (Snapshot.Relays) cost no extra read of outbox_event: their
 // heartbeats come from outbox_relay (at most RelaysLimit rows, a table the relays

@@ -192,6 +192,44 @@ func TestSnapshotPastTheCaps(t *testing.T) {
 	}
 }
 
+// TestBlockedPastTheProbe: retries an unordered relay scheduled behind ready
+// events head nothing; with more of them than the snapshot reads (2,000 per
+// kind), three blocked aggregates found among them make an estimate, marked,
+// not an exact count. With fewer, the count is exact.
+func TestBlockedPastTheProbe(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, q := range []string{
+		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, available_at)
+		SELECT gen_random_uuid(), 'order', 'r-' || g, 'OrderPlaced', '{}', now() - interval '1 minute'
+		FROM generate_series(1, 2100) g`,
+		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, available_at, attempts)
+		SELECT gen_random_uuid(), 'order', 'r-' || g, 'OrderPaid', '{}', now() + interval '1 hour', 2
+		FROM generate_series(1, 2100) g`,
+		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, available_at, attempts)
+		SELECT gen_random_uuid(), 'order', 's-' || g, 'OrderPaid', '{}', now() + interval '2 hours', 2
+		FROM generate_series(1, 3) g`,
+		`VACUUM ANALYZE outbox_event`,
+	} {
+		if _, err := b.pool.Exec(b.ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := b.in.Snapshot(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Blocked.Estimate || s.Blocked.Count < 3 {
+		t.Errorf("blocked %d (estimate %v): 2,103 scheduled events are more than the snapshot reads, want a marked estimate of at least 3", s.Blocked.Count, s.Blocked.Estimate)
+	}
+	if _, err := b.pool.Exec(b.ctx, `DELETE FROM outbox_event WHERE aggregate_id LIKE 'r-%' AND event_type = 'OrderPaid' AND aggregate_id > 'r-2'`); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = b.in.Snapshot(b.ctx); err != nil || s.Blocked.Estimate || s.Blocked.Count != 3 {
+		t.Errorf("blocked %d (estimate %v, %v), want exactly 3 once every scheduled event is read", s.Blocked.Count, s.Blocked.Estimate, err)
+	}
+}
+
 // TestInboxTotalNeverBelowItsLast5m: past the exact cap the total is the planner's
 // estimate, which lags; it is never shown below the exact count of the last 5
 // minutes beside it.
