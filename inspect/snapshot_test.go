@@ -230,6 +230,35 @@ func TestBlockedPastTheProbe(t *testing.T) {
 	}
 }
 
+// TestOldestPublishableBetweenRetries: the rows the snapshot reads one by one
+// hold no publishable event — the oldest 5,000 and the newest 5,000 are
+// scheduled retries — so the oldest publishable age comes from the claim's
+// index: the ten ready events between them, 30 minutes old.
+func TestOldestPublishableBetweenRetries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	retries := `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, available_at, attempts)
+		SELECT gen_random_uuid(), 'order', 's-' || g, 'OrderPaid', '{}', now() + interval '1 hour', 2
+		FROM generate_series(1, 5001) g`
+	for _, q := range []string{retries,
+		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at)
+		SELECT gen_random_uuid(), 'order', 'r-' || g, 'OrderPlaced', '{}', now() - interval '30 minutes', now() - interval '30 minutes'
+		FROM generate_series(1, 10) g`,
+		retries, `VACUUM ANALYZE outbox_event`,
+	} {
+		if _, err := b.pool.Exec(b.ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := b.in.Snapshot(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := s.OldestPublishableAge.Duration(); !s.Partial || d < 30*time.Minute || d > 31*time.Minute {
+		t.Errorf("oldest publishable %v (partial %v), want ~30m", d, s.Partial)
+	}
+}
+
 // TestInboxTotalNeverBelowItsLast5m: past the exact cap the total is the planner's
 // estimate, which lags; it is never shown below the exact count of the last 5
 // minutes beside it.
