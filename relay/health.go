@@ -19,11 +19,11 @@ import (
 // reads the database at most every 15 seconds however often it is scraped, and
 // less often when that read takes long (throttled). The blocked count costs one
 // index probe per failed or scheduled event, so it probes at most blockedProbe
-// (1,000) of each kind, read along their own indexes: past that (a storm of a million failed events would take
-// seconds, and beyond a few million the read's timeout, leaving the gauge out
-// exactly in the largest incidents) it is the planner's estimate of the
-// aggregates with a failed or scheduled event, never below the blocked ones
-// found, as the console's.
+// (1,000) of each kind, read along their own indexes. Past that it is the
+// planner's estimate of the aggregates with a failed or scheduled event, never
+// below the blocked ones found, as the console's: probing a storm of a million
+// failed events took seconds, and beyond a few million the read's timeout,
+// which left the gauge out exactly in the largest incidents.
 type HealthCollector struct {
 	pool          *pgxpool.Pool
 	blockedQuery  string
