@@ -101,12 +101,21 @@ func TestSlowBatchRenewsItsLease(t *testing.T) {
 	}
 }
 
+// An acknowledged batch whose relay "dies" before marking it (abandonNextBatch)
+// is claimed again once its lease runs out and published again: every event
+// reaches Kafka at least once and at most twice, and the abandoned batch's
+// acknowledged records are the duplicates. Normally Kafka acknowledges all 50
+// of that batch (100 records); under a loaded CI machine part of it once
+// outlived the publish timeout, so only those acknowledged were written twice
+// (80 records): the batch is abandoned as soon as any record was acknowledged,
+// and what the test can hold to is at least once, at most twice, and the
+// whole batch claimed again.
 func TestAbandonedBatchIsPublishedAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	cfg := b.config()
-	cfg.Lease = time.Second
-	cfg.PublishTimeout = 900 * time.Millisecond
+	cfg.Lease = 3 * time.Second
+	cfg.PublishTimeout = 2900 * time.Millisecond
 	r := b.relay(t, cfg)
 	r.abandonNextBatch()
 	b.insertSeed(t, 50, 10, "o-")
@@ -117,13 +126,24 @@ func TestAbandonedBatchIsPublishedAgain(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	recs := b.delivered(t, 100, b.topic)
+	recs := b.delivered(t, 51, b.topic)
 	ids := map[string]int{}
+	twice := 0
 	for _, rec := range recs {
-		ids[header(rec, "event_id")]++
+		id := header(rec, "event_id")
+		ids[id]++
+		switch ids[id] {
+		case 2:
+			twice++
+		case 3:
+			t.Errorf("event %s delivered three times", id)
+		}
 	}
-	if len(ids) != 50 || len(recs) != 100 {
-		t.Fatalf("%d records for %d events; want every event twice (abandoned, then republished)", len(recs), len(ids))
+	if len(ids) != 50 || twice == 0 {
+		t.Fatalf("%d records for %d events, %d of them twice; want all 50, the abandoned batch's acknowledged ones twice", len(recs), len(ids), twice)
+	}
+	if twice != 50 {
+		t.Logf("%d of the abandoned batch's 50 events were acknowledged before it was abandoned", twice)
 	}
 	if got := b.count(t, "attempts = 2"); got != 50 {
 		t.Fatalf("%d events claimed twice, want 50", got)
