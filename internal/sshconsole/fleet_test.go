@@ -93,6 +93,9 @@ labels = { team = "payments" }
 	c.send("\r")
 	c.waitFor("billing (esc: fleet)")
 	c.send("4")
+	// The Failed list itself, loaded: the id alone is also on the Overview
+	// (as a blocker), where r finds no event under the cursor.
+	c.waitFor("1 listed")
 	c.waitFor(billingFailedID[:8])
 	c.send("r")
 	c.waitFor("read-only console: actions are refused")
@@ -110,6 +113,9 @@ labels = { team = "payments" }
 	c.send("\r")
 	c.waitFor("orders (esc: fleet)")
 	c.send("4")
+	// The Failed list itself, loaded: the id alone is also on the Overview
+	// (as a blocker), where r finds no event under the cursor.
+	c.waitFor("1 listed")
 	c.waitFor(failedID[:8])
 	c.send("ry")
 	if actor := audited(); actor != fp+" oncall@laptop" {

@@ -58,6 +58,9 @@ func TestOperatorRetriesAndTheAuditNamesTheKey(t *testing.T) {
 	audited := b.auditSignal()
 	c := b.console(b.operator, 100, 30)
 	c.send("4") // the Failed view
+	// The Failed list itself, loaded: the id alone is also on the Overview
+	// (as a blocker), where r finds no event under the cursor.
+	c.waitFor("1 listed")
 	c.waitFor(failedID[:8])
 	c.send("ry")
 	actor := audited()
@@ -89,6 +92,9 @@ func TestReadOnlyKeyIsRefusedActions(t *testing.T) {
 	b := setup(t, nil)
 	c := b.console(b.viewer, 80, 24)
 	c.send("4")
+	// The Failed list itself, loaded: the id alone is also on the Overview
+	// (as a blocker), where r finds no event under the cursor.
+	c.waitFor("1 listed")
 	c.waitFor(failedID[:8])
 	c.send("r")
 	c.waitFor("read-only console: actions are refused")
@@ -203,6 +209,9 @@ func TestEventTextIsSanitizedAndTheTitleIsFixed(t *testing.T) {
 	b := setup(t, nil)
 	c := b.console(b.viewer, 120, 30)
 	c.send("4")
+	// The Failed list itself, loaded: the id alone is also on the Overview
+	// (as a blocker), where r finds no event under the cursor.
+	c.waitFor("1 listed")
 	c.waitFor(failedID[:8])
 	c.waitFor("boom")
 	c.send("q")
