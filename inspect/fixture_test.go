@@ -46,6 +46,16 @@ func setup(t *testing.T, rows ...row) *bundle {
 	return b
 }
 
+// exec runs statements in order, failing the test on the first error.
+func (b *bundle) exec(t *testing.T, statements ...string) {
+	t.Helper()
+	for _, q := range statements {
+		if _, err := b.pool.Exec(b.ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func (b *bundle) insert(t *testing.T, rows ...row) {
 	t.Helper()
 	for _, r := range rows {

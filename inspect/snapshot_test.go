@@ -129,7 +129,7 @@ func TestSnapshotCountsEveryState(t *testing.T) {
 func TestSnapshotPastTheCaps(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for _, q := range []string{
+	b.exec(t,
 		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at, failed_at, last_error, attempts)
 		SELECT gen_random_uuid(), 'order', 'f-' || g, 'OrderPlaced', '{}', now() - interval '1 hour', now() - interval '1 hour',
 			now() - interval '30 minutes' + g * interval '1 millisecond', 'poison ' || (g % 3), 10
@@ -142,11 +142,7 @@ func TestSnapshotPastTheCaps(t *testing.T) {
 			now() - interval '40 minutes', now() - interval '40 minutes'
 		FROM generate_series(1, 12000) g`,
 		`VACUUM ANALYZE outbox_event`,
-	} {
-		if _, err := b.pool.Exec(b.ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	s, err := b.in.Snapshot(b.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +195,7 @@ func TestSnapshotPastTheCaps(t *testing.T) {
 func TestBlockedPastTheProbe(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for _, q := range []string{
+	b.exec(t,
 		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, available_at)
 		SELECT gen_random_uuid(), 'order', 'r-' || g, 'OrderPlaced', '{}', now() - interval '1 minute'
 		FROM generate_series(1, 2100) g`,
@@ -210,11 +206,7 @@ func TestBlockedPastTheProbe(t *testing.T) {
 		SELECT gen_random_uuid(), 'order', 's-' || g, 'OrderPaid', '{}', now() + interval '2 hours', 2
 		FROM generate_series(1, 3) g`,
 		`VACUUM ANALYZE outbox_event`,
-	} {
-		if _, err := b.pool.Exec(b.ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	s, err := b.in.Snapshot(b.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -240,16 +232,12 @@ func TestOldestPublishableBetweenRetries(t *testing.T) {
 	retries := `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, available_at, attempts)
 		SELECT gen_random_uuid(), 'order', 's-' || g, 'OrderPaid', '{}', now() + interval '1 hour', 2
 		FROM generate_series(1, 5001) g`
-	for _, q := range []string{retries,
+	b.exec(t, retries,
 		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at)
 		SELECT gen_random_uuid(), 'order', 'r-' || g, 'OrderPlaced', '{}', now() - interval '30 minutes', now() - interval '30 minutes'
 		FROM generate_series(1, 10) g`,
 		retries, `VACUUM ANALYZE outbox_event`,
-	} {
-		if _, err := b.pool.Exec(b.ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	s, err := b.in.Snapshot(b.ctx)
 	if err != nil {
 		t.Fatal(err)
