@@ -738,8 +738,7 @@ func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot) err
 		// Aggregates with a failed or scheduled event, by the planner's statistics:
 		// an upper bound of the blocked ones in the usual case (the first such
 		// event heads its aggregate), never below those found.
-		est, err := pgplan.Rows(ctx, tx, `SELECT DISTINCT aggregate_type, aggregate_id FROM `+i.outbox+`
-			WHERE published_at IS NULL AND (failed_at IS NOT NULL OR available_at > now())`)
+		est, err := pgplan.Rows(ctx, tx, wire.TroubledAggregatesSQL(i.outbox))
 		if err != nil {
 			return err
 		}

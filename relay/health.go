@@ -62,9 +62,8 @@ func NewHealthCollector(pool *pgxpool.Pool, schema string) *HealthCollector {
 			)
 			SELECT (SELECT count(*) FROM f), (SELECT count(*) FROM s),
 				(SELECT count(*) FROM (SELECT * FROM f UNION ALL SELECT * FROM s) h WHERE ` + wire.HeadSQL(t, "h") + `)`,
-		estimateQuery: `SELECT DISTINCT aggregate_type, aggregate_id FROM ` + t + `
-			WHERE published_at IS NULL AND (failed_at IS NOT NULL OR available_at > now())`,
-		blockedProbe: 1000,
+		estimateQuery: wire.TroubledAggregatesSQL(t),
+		blockedProbe:  1000,
 		tuplesQuery: `SELECT coalesce(n_dead_tup, 0), coalesce(n_live_tup, 0) FROM pg_stat_user_tables
 			WHERE schemaname = $1 AND relname = 'outbox_event'`,
 		blocked: prometheus.NewDesc("outboxtop_blocked_aggregates",

@@ -94,6 +94,17 @@ func WaitingSQL(table, row string) string {
 			ORDER BY p.seq LIMIT 1), false)`
 }
 
+// TroubledAggregatesSQL is a query for the aggregates of table that have a
+// failed or scheduled unpublished event: what the planner estimates for it
+// (EXPLAIN, not run) is the blocked-aggregates count once too many events
+// exist to probe each (an upper bound in the usual case, where the first such
+// event heads its aggregate). table must be a sanitized, schema-qualified
+// identifier.
+func TroubledAggregatesSQL(table string) string {
+	return `SELECT DISTINCT aggregate_type, aggregate_id FROM ` + table + `
+		WHERE published_at IS NULL AND (failed_at IS NOT NULL OR available_at > now())`
+}
+
 // OldestPublishableSQL is a query for the age in seconds (0 when none) of the
 // longest-waiting publishable event of table: ready, and not waiting behind a
 // failed or scheduled head of its aggregate (WaitingSQL), so one poison event
