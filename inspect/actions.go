@@ -234,18 +234,46 @@ func (i *Inspector) Do(ctx context.Context, r Request) (Result, error) {
 	if r.Actor == "" {
 		r.Actor = DefaultActor(nil)
 	}
-	res := Result{Action: r.Action, Actor: r.Actor, EventIDs: []string{}}
 	filter, err := r.auditFilter()
 	if err != nil {
 		return Result{}, err
 	}
 	if r.Action == Archive {
+		res := Result{Action: r.Action, Actor: r.Actor, EventIDs: []string{}}
 		if err := i.archiveBatches(ctx, r, filter, &res); err != nil {
 			return res, fmt.Errorf("archive: %w", lockedRows(err))
 		}
 		return res, nil
 	}
-	err = pgx.BeginFunc(ctx, i.pool, func(tx pgx.Tx) error {
+	// A deadlock rolls the whole transaction back, audit row included, so the
+	// action is simply done again (re-reading its events). The actions and the
+	// relay lock rows in one order (migration 011) and cannot deadlock each
+	// other; a session of someone else's can still take the rows in another.
+	var res Result
+	for attempt := 1; ; attempt++ {
+		res, err = i.do(ctx, r, filter)
+		if !isDeadlock(err) || attempt == deadlockRetries {
+			break
+		}
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", r.Action, lockedRows(err))
+	}
+	return res, nil
+}
+
+// deadlockRetries bounds how often Do runs an action that deadlocked.
+const deadlockRetries = 3
+
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}
+
+// do is one transaction of Do (every action but archive).
+func (i *Inspector) do(ctx context.Context, r Request, filter []byte) (Result, error) {
+	res := Result{Action: r.Action, Actor: r.Actor, EventIDs: []string{}}
+	err := pgx.BeginFunc(ctx, i.pool, func(tx pgx.Tx) error {
 		// Raw 16-byte ids: an action on a million events holds 16 MB here.
 		var ids [][16]byte
 		err := i.eachTable(r, func(table string, archived bool) error {
@@ -268,10 +296,7 @@ func (i *Inspector) Do(ctx context.Context, r Request) (Result, error) {
 		}
 		return i.call(ctx, tx, actionFunctions[r.Action], args, &res)
 	})
-	if err != nil {
-		return Result{}, fmt.Errorf("%s: %w", r.Action, lockedRows(err))
-	}
-	return res, nil
+	return res, err
 }
 
 // ActionLockTimeout is the lock_timeout of every session that runs operator
@@ -287,10 +312,11 @@ const ActionLockTimeout = 15 * time.Second
 // (lock_timeout); nothing was changed.
 var ErrRowsLocked = errors.New("the events are locked by another session (a transaction left open, or a process frozen inside one); nothing was changed: try again")
 
-// lockedRows turns a lock timeout into ErrRowsLocked, keeping PostgreSQL's error.
+// lockedRows turns a lock timeout, or a deadlock that outlasted Do's retries,
+// into ErrRowsLocked, keeping PostgreSQL's error.
 func lockedRows(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+	if errors.As(err, &pgErr) && (pgErr.Code == "55P03" || pgErr.Code == "40P01") {
 		return fmt.Errorf("%w (%v)", ErrRowsLocked, err)
 	}
 	return err

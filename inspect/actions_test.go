@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -352,4 +355,73 @@ func TestDefaultActor(t *testing.T) {
 	if len(a) < len(" via ssh from 203.0.113.7") || a[len(a)-len(" via ssh from 203.0.113.7"):] != " via ssh from 203.0.113.7" {
 		t.Fatalf("actor %q", a)
 	}
+}
+
+// A session outside outboxtop that takes the same rows in another order can still
+// deadlock with an action. PostgreSQL then rolls the action's transaction back,
+// audit row and all, and Do does it again: the operator sees it done once.
+func TestActionDoneAgainAfterADeadlock(t *testing.T) {
+	t.Parallel()
+	const first, second = "c0000000-0000-0000-0000-0000000000a1", "c0000000-0000-0000-0000-0000000000a2"
+	b := setup(t,
+		row{id: first, aggID: "x1", leaseToken: lease, leaseUntil: in(time.Minute)},
+		row{id: second, aggID: "x2", leaseToken: lease, leaseUntil: in(time.Minute)})
+	other, err := b.pool.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback(b.ctx)
+	// The other session waits long before looking for a deadlock, so the
+	// action's is the statement PostgreSQL ends.
+	b.execIn(t, other, `SET LOCAL deadlock_timeout = '60s'`,
+		`SELECT 1 FROM outbox_event WHERE event_id = '`+second+`' FOR UPDATE`)
+	done := make(chan error, 1)
+	var res inspect.Result
+	go func() {
+		var err error
+		res, err = b.in.Do(b.ctx, inspect.Request{Action: inspect.ResetLease, IDs: []string{first, second}, Actor: "op"})
+		done <- err
+	}()
+	// The action holds the first row and waits for the second; the other
+	// session now wants the first.
+	testenv.WaitFor(t, 10*time.Second, "the action waiting", func() bool { return b.waiting(t) == 1 })
+	b.execIn(t, other, `SELECT 1 FROM outbox_event WHERE event_id = '`+first+`' FOR UPDATE`)
+	// The action's first transaction was ended; its second waits for the
+	// other session, which now ends.
+	testenv.WaitFor(t, 10*time.Second, "the action waiting again", func() bool { return b.waiting(t) == 1 })
+	if err := other.Commit(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || res.Rows != 2 {
+		t.Fatalf("reset-lease after a deadlock: %+v, %v", res, err)
+	}
+	var audits, deadlocks int
+	if err := b.pool.QueryRow(b.ctx, `SELECT (SELECT count(*) FROM outbox_audit WHERE action = 'reset-lease'),
+		(SELECT deadlocks FROM pg_stat_database WHERE datname = current_database())`).Scan(&audits, &deadlocks); err != nil {
+		t.Fatal(err)
+	}
+	if audits != 1 || deadlocks != 1 {
+		t.Fatalf("%d audit rows, %d deadlocks; want 1 and 1", audits, deadlocks)
+	}
+}
+
+// execIn runs statements in tx, failing the test on the first error.
+func (b *bundle) execIn(t *testing.T, tx pgx.Tx, statements ...string) {
+	t.Helper()
+	for _, q := range statements {
+		if _, err := tx.Exec(b.ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waiting counts the sessions of the test's database that wait for a lock.
+func (b *bundle) waiting(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -107,6 +107,14 @@
 // The actor recorded in the audit row is Request.Actor, else DefaultActor: the OS
 // user plus the SSH client address from SSH_CONNECTION.
 //
+// An action locks its events in seq order before changing any (migration 011),
+// so two actions cannot deadlock each other. One can still deadlock with a
+// session that takes the same rows in another order (a relay's mark of a batch
+// in flight, someone's own SQL): PostgreSQL rolls the action back, audit row
+// and all, and Do runs it again, up to three times. A lock it waits for past
+// the session's lock_timeout (ActionLockTimeout for the CLI and the consoles),
+// or a deadlock every time, is ErrRowsLocked: nothing was changed.
+//
 // # Retention
 //
 // ArchiveOlderThan and DeleteArchivedOlderThan are for the relay's --archive-after

@@ -7,6 +7,9 @@
 -- entries the claim's window steps over, in exactly the hour that has many
 -- blocked rows.
 --
+-- A head another session holds is left for the next sweep (SKIP LOCKED):
+-- waiting for it, in no particular order, could deadlock.
+--
 -- $1 and $2 the last aggregate (type, id) the previous statement read ('' at
 -- first), $3 how many aggregates to read.
 -- Returns the aggregates read, the rows unblocked and the last aggregate's key.
@@ -16,10 +19,16 @@ WITH heads AS MATERIALIZED (
     WHERE blocked AND published_at IS NULL AND (aggregate_type, aggregate_id) > ($1, $2)
     ORDER BY aggregate_type, aggregate_id, seq
     LIMIT $3
+), held AS MATERIALIZED (
+    SELECT h.tid, h.aggregate_type, h.aggregate_id, h.seq
+    FROM heads h
+    JOIN {{.schema}}.outbox_event l ON l.ctid = h.tid
+    WHERE l.blocked AND l.published_at IS NULL
+    FOR UPDATE OF l SKIP LOCKED
 ), unblocked AS (
     UPDATE {{.schema}}.outbox_event AS e
     SET blocked = false
-    FROM heads h
+    FROM held h
     WHERE e.ctid = h.tid AND e.blocked AND e.published_at IS NULL
       AND NOT EXISTS (
           SELECT 1 FROM {{.schema}}.outbox_event p

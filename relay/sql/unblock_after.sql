@@ -4,14 +4,24 @@
 -- run by run). Rows still behind a blocker are simply marked again by the next
 -- claim that meets them.
 --
+-- The rows are locked first, in seq order, as mark.sql's are (see there).
+--
 -- $1 and $2 the aggregates (types, ids), $3 the most rows per aggregate.
+WITH held AS MATERIALIZED (
+    SELECT h.event_id
+    FROM unnest($1::text[], $2::text[]) AS a(aggregate_type, aggregate_id)
+    CROSS JOIN LATERAL (
+        SELECT b.event_id FROM {{.schema}}.outbox_event b
+        WHERE b.blocked AND b.published_at IS NULL
+          AND b.aggregate_type = a.aggregate_type AND b.aggregate_id = a.aggregate_id
+        ORDER BY b.seq
+        LIMIT $3) b
+    JOIN {{.schema}}.outbox_event h ON h.event_id = b.event_id
+    WHERE h.blocked
+    ORDER BY h.seq
+    FOR UPDATE OF h
+)
 UPDATE {{.schema}}.outbox_event AS e
 SET blocked = false
-FROM unnest($1::text[], $2::text[]) AS a(aggregate_type, aggregate_id)
-CROSS JOIN LATERAL (
-    SELECT b.event_id FROM {{.schema}}.outbox_event b
-    WHERE b.blocked AND b.published_at IS NULL
-      AND b.aggregate_type = a.aggregate_type AND b.aggregate_id = a.aggregate_id
-    ORDER BY b.seq
-    LIMIT $3) b
-WHERE e.event_id = b.event_id AND e.blocked
+FROM held
+WHERE e.event_id = held.event_id AND e.blocked
