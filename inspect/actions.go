@@ -246,9 +246,10 @@ func (i *Inspector) Do(ctx context.Context, r Request) (Result, error) {
 		return res, nil
 	}
 	// A deadlock rolls the whole transaction back, audit row included, so the
-	// action is simply done again (re-reading its events). The actions and the
-	// relay lock rows in one order (migration 011) and cannot deadlock each
-	// other; a session of someone else's can still take the rows in another.
+	// action is simply done again (re-reading its events). The actions lock
+	// their events in seq order (migration 011), as the relay's unblock does,
+	// so none of those deadlock each other; the relay's mark and settle, or
+	// someone else's session, may take the same rows in another order.
 	var res Result
 	for attempt := 1; ; attempt++ {
 		res, err = i.do(ctx, r, filter)

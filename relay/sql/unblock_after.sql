@@ -4,7 +4,8 @@
 -- run by run). Rows still behind a blocker are simply marked again by the next
 -- claim that meets them.
 --
--- The rows are locked first, in seq order, as mark.sql's are (see there).
+-- The rows are locked first, in seq order, as the operator actions lock
+-- theirs (migration 011): the two never deadlock each other.
 --
 -- $1 and $2 the aggregates (types, ids), $3 the most rows per aggregate.
 WITH held AS MATERIALIZED (
