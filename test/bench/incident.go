@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -255,8 +257,65 @@ func (e *env) incidentRelays(ctx context.Context, table, ordering string, procs 
 		time.Sleep(50 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
+	// The relays' own claim durations, every claim of the run (the last, empty
+	// ones too), from their histogram.
+	buckets := map[float64]float64{}
+	for _, a := range addrs {
+		scrapeBuckets(a, "outboxtop_relay_claim_seconds", buckets)
+	}
 	return incidentRun{Table: table, What: "relay", Ordering: ordering, Procs: procs, Events: healthyEvents,
-		Seconds: elapsed.Seconds(), PerSecond: healthyEvents / elapsed.Seconds()}, nil
+		Seconds: elapsed.Seconds(), PerSecond: healthyEvents / elapsed.Seconds(),
+		ClaimP50: histogramQuantileMs(buckets, 0.50), ClaimP99: histogramQuantileMs(buckets, 0.99)}, nil
+}
+
+// scrapeBuckets adds the cumulative bucket counts of histogram name on a
+// relay's /metrics to into, by upper bound (+Inf included).
+func scrapeBuckets(addr, name string, into map[float64]float64) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), name+`_bucket{le="`)
+		if !ok {
+			continue
+		}
+		le, count, ok := strings.Cut(rest, `"} `)
+		if !ok {
+			continue
+		}
+		bound, err1 := strconv.ParseFloat(le, 64)
+		n, err2 := strconv.ParseFloat(count, 64)
+		if err1 == nil && err2 == nil {
+			into[bound] += n
+		}
+	}
+}
+
+// histogramQuantileMs is PromQL's histogram_quantile over cumulative buckets
+// (seconds): the q-quantile, linear within the bucket it falls in, in
+// milliseconds; 0 without observations. A quantile in the +Inf bucket is the
+// highest finite bound.
+func histogramQuantileMs(buckets map[float64]float64, q float64) float64 {
+	bounds := slices.Sorted(maps.Keys(buckets))
+	if len(bounds) == 0 || buckets[bounds[len(bounds)-1]] == 0 {
+		return 0
+	}
+	rank := q * buckets[bounds[len(bounds)-1]]
+	lower, below := 0.0, 0.0
+	for _, b := range bounds {
+		n := buckets[b]
+		if n >= rank {
+			if math.IsInf(b, 1) {
+				return lower * 1000
+			}
+			return (lower + (b-lower)*(rank-below)/(n-below)) * 1000
+		}
+		lower, below = b, n
+	}
+	return lower * 1000
 }
 
 // scrapePublished reads outboxtop_relay_published_total from a relay's /metrics
