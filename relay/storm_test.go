@@ -127,8 +127,8 @@ func TestSweepClearsOrphanedHints(t *testing.T) {
 // The sweep reads blocked aggregates in chunks (keyset): every orphaned head of
 // more aggregates than a chunk is unblocked in one sweep, and a row behind an
 // unpublished one stays blocked — untouched: the sweep locks only what it
-// unblocks (locking every blocked row it read, a write each, made a relay that
-// meets a storm cold twice as slow).
+// unblocks (locking every blocked row it read would write each of them once
+// more, 150,000 in a storm, every sweep).
 func TestSweepWalksEveryChunk(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -21,8 +21,7 @@ WITH heads AS MATERIALIZED (
     LIMIT $3
 ), held AS MATERIALIZED (
     -- Only the rows to unblock are locked: locking every blocked row read
-    -- (150,000 in a storm) wrote each of them once more, and made a relay that
-    -- meets a storm cold twice as slow (BENCHMARKS.md).
+    -- would write each of them once more (150,000 in a storm), every sweep.
     SELECT h.tid
     FROM heads h
     JOIN {{.schema}}.outbox_event l ON l.ctid = h.tid
