@@ -111,7 +111,7 @@
 // so two actions cannot deadlock each other. One can still deadlock with a
 // session that takes the same rows in another order (a relay's mark of a batch
 // in flight, someone's own SQL): PostgreSQL rolls the action back, audit row
-// and all, and Do runs it again, up to three times. A lock it waits for past
+// and all, and Do runs it again (three attempts in all). A lock it waits for past
 // the session's lock_timeout (ActionLockTimeout for the CLI and the consoles),
 // or a deadlock every time, is ErrRowsLocked: nothing was changed.
 //
