@@ -249,12 +249,19 @@ func (i *Inspector) Do(ctx context.Context, r Request) (Result, error) {
 	// action is simply done again (re-reading its events). The actions lock
 	// their events in seq order (migration 011), as the relay's unblock does,
 	// so none of those deadlock each other; the relay's mark and settle, or
-	// someone else's session, may take the same rows in another order.
+	// someone else's session, may take the same rows in another order. The
+	// pause before trying again lets the other side take the rows it won:
+	// without it the next attempt could lock one of them first (PostgreSQL
+	// hands a row freed by an abort to whoever asks first) and deadlock again.
 	var res Result
 	for attempt := 1; ; attempt++ {
 		res, err = i.do(ctx, r, filter)
 		if !isDeadlock(err) || attempt == deadlockRetries {
 			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
 		}
 	}
 	if err != nil {

@@ -400,8 +400,10 @@ func TestActionDoneAgainAfterADeadlock(t *testing.T) {
 		(SELECT deadlocks FROM pg_stat_database WHERE datname = current_database())`).Scan(&audits, &deadlocks); err != nil {
 		t.Fatal(err)
 	}
-	if audits != 1 || deadlocks != 1 {
-		t.Fatalf("%d audit rows, %d deadlocks; want 1 and 1", audits, deadlocks)
+	// One deadlock, or a second if the retry still came before the other
+	// session took the row it won (see Do): the action is done once either way.
+	if audits != 1 || deadlocks < 1 || deadlocks > 2 {
+		t.Fatalf("%d audit rows, %d deadlocks; want 1 and 1 (or 2)", audits, deadlocks)
 	}
 }
 
