@@ -39,11 +39,18 @@ func TestRelayFrozenInItsClaimStallsNoOther(t *testing.T) {
 	stoppedAt := time.Now()
 	t.Logf("frozen in its claim: backend %d %s", pid, state)
 
+	// writing: the backend is blocked sending to the frozen process (its
+	// socket buffers full: the claim's result, or the FATAL that ends the
+	// session), which neither timeout interrupts — the case relay's package
+	// doc names as outside the bound.
+	var writing bool
 	backendAlive := func() bool {
 		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&n); err != nil {
+		var wait string
+		if err := pool.QueryRow(ctx, `SELECT count(*), coalesce(max(wait_event), '') FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&n, &wait); err != nil {
 			t.Fatal(err)
 		}
+		writing = n == 1 && wait == "ClientWrite"
 		return n == 1
 	}
 	// The other relay publishes past the rows the frozen transaction holds,
@@ -56,8 +63,16 @@ func TestRelayFrozenInItsClaimStallsNoOther(t *testing.T) {
 	heldMeanwhile := backendAlive()
 	// The server ends the frozen transaction (idle_in_transaction_session_timeout
 	// = 2 × --lock-timeout): its rows are free again.
-	testenv.WaitFor(t, 2*lockTimeout+10*time.Second, "the frozen claim's backend ended by the server", func() bool { return !backendAlive() })
+	testenv.WaitFor(t, 2*lockTimeout+10*time.Second, "the frozen claim's backend ended by the server", func() bool {
+		return !backendAlive() || writing && time.Since(stoppedAt) > 2*lockTimeout+2*time.Second
+	})
 	ended := time.Since(stoppedAt)
+	if writing {
+		// Outside the bound, as documented; what the test is about still holds:
+		// the other relay published meanwhile (checked below).
+		t.Logf("the frozen claim's backend is blocked writing to the stopped process (ClientWrite): the documented exception to the bound")
+		ended = 0
+	}
 	t.Logf("healthy relay published 1,000 after %v (frozen claim still open: %v); frozen claim ended after %v",
 		published.Round(10*time.Millisecond), heldMeanwhile, ended.Round(10*time.Millisecond))
 	if !heldMeanwhile {
