@@ -384,11 +384,11 @@ func TestActionDoneAgainAfterADeadlock(t *testing.T) {
 	}()
 	// The action holds the first row and waits for the second; the other
 	// session now wants the first.
-	testenv.WaitFor(t, 10*time.Second, "the action waiting", func() bool { return b.waiting(t) == 1 })
+	testenv.WaitFor(t, 10*time.Second, "the action waiting", func() bool { return testenv.LockWaiters(t, b.pool) == 1 })
 	b.execIn(t, other, `SELECT 1 FROM outbox_event WHERE event_id = '`+first+`' FOR UPDATE`)
 	// The action's first transaction was ended; its second waits for the
 	// other session, which now ends.
-	testenv.WaitFor(t, 10*time.Second, "the action waiting again", func() bool { return b.waiting(t) == 1 })
+	testenv.WaitFor(t, 10*time.Second, "the action waiting again", func() bool { return testenv.LockWaiters(t, b.pool) == 1 })
 	if err := other.Commit(b.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -415,15 +415,4 @@ func (b *bundle) execIn(t *testing.T, tx pgx.Tx, statements ...string) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// waiting counts the sessions of the test's database that wait for a lock.
-func (b *bundle) waiting(t *testing.T) int {
-	t.Helper()
-	var n int
-	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

@@ -98,10 +98,7 @@ func TestActionsAndUnblockLockInSeqOrder(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	r := b.relay(t, b.config())
-	ins, err := inspect.New(b.pool, "public")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ins := b.inspector(t)
 	action := func(a inspect.Action) func([]uuid.UUID) (int64, error) {
 		return func(ids []uuid.UUID) (int64, error) {
 			var s []string
@@ -171,10 +168,7 @@ func TestActionsAndUnblockLockInSeqOrder(t *testing.T) {
 			done <- result{rows, err}
 		}()
 		testenv.WaitFor(t, 10*time.Second, c.name+" waiting for the first row", func() bool {
-			var waiting int
-			err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
-			return err == nil && waiting == 1
+			return testenv.LockWaiters(t, b.pool) == 1
 		})
 		if _, err := blocker.Exec(ctx, `SELECT 1 FROM outbox_event WHERE event_id = ANY ($1) FOR UPDATE NOWAIT`, later); err != nil {
 			t.Errorf("%s: while it waits for the first row in seq order, it holds a later one: %v", c.name, err)

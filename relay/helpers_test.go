@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 )
 
@@ -76,6 +77,16 @@ func (b *bundle) relay(t *testing.T, cfg Config) *Relay {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// inspector is an Inspector on the test's database, as an operator's console has.
+func (b *bundle) inspector(t *testing.T) *inspect.Inspector {
+	t.Helper()
+	ins, err := inspect.New(b.pool, "public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ins
 }
 
 // start runs r until the returned stop is called (or the test ends).

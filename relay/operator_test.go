@@ -31,10 +31,7 @@ func TestOperatorActionsOnLeasedEvents(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	r := b.relay(t, b.config())
-	ins, err := inspect.New(b.pool, "public")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ins := b.inspector(t)
 	act := func(a inspect.Action, id string) {
 		t.Helper()
 		res, err := ins.Do(ctx, inspect.Request{Action: a, IDs: []string{id}, Reason: "test", Actor: "op"})

@@ -131,10 +131,7 @@ func (s *schedule) stopRelay(sl *slot) {
 func runSchedule(t *testing.T, seed uint64, duration time.Duration) {
 	b := setup(t)
 	ctx := context.Background()
-	ins, err := inspect.New(b.pool, "public")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ins := b.inspector(t)
 	cfg := b.config()
 	cfg.Lease = 2 * time.Second
 	cfg.PublishTimeout = time.Second
