@@ -128,11 +128,17 @@
 // row lock at all (everything it locks is SKIP LOCKED), runs under LockTimeout
 // for table locks, and a process that stops inside a claim transaction is ended
 // by PostgreSQL after twice LockTimeout (idle_in_transaction_session_timeout), so
-// its aggregates wait at most that long. One case escapes that bound: a process
-// that stops while PostgreSQL is still sending it a claim's result too large
-// for the socket buffers (batch × payload of megabytes) leaves its backend
-// blocked in a write, which neither timeout interrupts; its aggregates wait until
-// the process runs again or is killed. Other aggregates are not affected.
+// its aggregates wait at most that long. A process that stops while PostgreSQL
+// is still sending it the claim's result leaves its backend blocked in a write,
+// which neither of those timeouts interrupts: the claim transaction also sets
+// tcp_user_timeout to twice LockTimeout, so the kernel ends a connection whose
+// data the process has not taken for that long
+// (TestClaimResultUnreadIsEndedWithinTheBound: 2.5 s for a bound of 2 s; over 22 s
+// and counting without it). The worst case is four times LockTimeout: the
+// result fit, and only the message that ends the idle session did not. Over a
+// Unix-domain socket there is no such timeout, and a stopped process holds
+// those aggregates until it runs again or is killed. Other aggregates are not
+// affected.
 // An aggregate whose ready head some other session keeps locked waits for that
 // session; the claim passes it over for a second at a time (else a hot
 // aggregate's rows would fill every claim's window and stop the relay), and

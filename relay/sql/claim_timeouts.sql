@@ -1,5 +1,10 @@
 -- The claim transaction's timeouts, its first statement: a lock wait ends
 -- after $1, and PostgreSQL ends the session if the relay stops inside the
--- transaction for $2 (both like '500ms'). They go in their own round trip:
+-- transaction for $2 (both like '500ms') — idle, or not reading the claim's
+-- result: tcp_user_timeout ends a connection whose data stays unacknowledged
+-- (the relay's socket buffers full) for $2, where a backend blocked writing
+-- to a stopped process would otherwise wait for it without end (over TCP; a
+-- Unix-domain socket has no such timeout). They go in their own round trip:
 -- parsing a statement already takes its table locks.
-SELECT set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $2, true)
+SELECT set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $2, true),
+       set_config('tcp_user_timeout', $2, true)

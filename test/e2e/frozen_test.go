@@ -39,10 +39,11 @@ func TestRelayFrozenInItsClaimStallsNoOther(t *testing.T) {
 	stoppedAt := time.Now()
 	t.Logf("frozen in its claim: backend %d %s", pid, state)
 
-	// writing: the backend is blocked sending to the frozen process (its
-	// socket buffers full: the claim's result, or the FATAL that ends the
-	// session), which neither timeout interrupts — the case relay's package
-	// doc names as outside the bound.
+	// writing: the backend was seen blocked sending to the frozen process
+	// (its socket buffers full): the claim's tcp_user_timeout ends it 2 ×
+	// --lock-timeout after the buffers filled, which is after the idle timeout
+	// when only the FATAL that ends the session did not fit — so up to twice
+	// the bound (relay's package doc).
 	var writing bool
 	backendAlive := func() bool {
 		var n int
@@ -50,7 +51,7 @@ func TestRelayFrozenInItsClaimStallsNoOther(t *testing.T) {
 		if err := pool.QueryRow(ctx, `SELECT count(*), coalesce(max(wait_event), '') FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&n, &wait); err != nil {
 			t.Fatal(err)
 		}
-		writing = n == 1 && wait == "ClientWrite"
+		writing = writing || n == 1 && wait == "ClientWrite"
 		return n == 1
 	}
 	// The other relay publishes past the rows the frozen transaction holds,
@@ -62,24 +63,22 @@ func TestRelayFrozenInItsClaimStallsNoOther(t *testing.T) {
 	published := time.Since(stoppedAt)
 	heldMeanwhile := backendAlive()
 	// The server ends the frozen transaction (idle_in_transaction_session_timeout
-	// = 2 × --lock-timeout): its rows are free again.
-	testenv.WaitFor(t, 2*lockTimeout+10*time.Second, "the frozen claim's backend ended by the server", func() bool {
-		return !backendAlive() || writing && time.Since(stoppedAt) > 2*lockTimeout+2*time.Second
+	// and tcp_user_timeout = 2 × --lock-timeout): its rows are free again.
+	testenv.WaitFor(t, 4*lockTimeout+10*time.Second, "the frozen claim's backend ended by the server", func() bool {
+		return !backendAlive()
 	})
 	ended := time.Since(stoppedAt)
+	bound := 2 * lockTimeout
 	if writing {
-		// Outside the bound, as documented; what the test is about still holds:
-		// the other relay published meanwhile (checked below).
-		t.Logf("the frozen claim's backend is blocked writing to the stopped process (ClientWrite): the documented exception to the bound")
-		ended = 0
+		bound = 4 * lockTimeout
 	}
-	t.Logf("healthy relay published 1,000 after %v (frozen claim still open: %v); frozen claim ended after %v",
-		published.Round(10*time.Millisecond), heldMeanwhile, ended.Round(10*time.Millisecond))
+	t.Logf("healthy relay published 1,000 after %v (frozen claim still open: %v); frozen claim ended after %v (seen blocked writing: %v)",
+		published.Round(10*time.Millisecond), heldMeanwhile, ended.Round(10*time.Millisecond), writing)
 	if !heldMeanwhile {
 		t.Errorf("the healthy relay published only once the frozen claim had ended (%v): it waited for the frozen rows", published)
 	}
-	if ended > 2*lockTimeout+2*time.Second {
-		t.Errorf("the frozen claim held its rows for %v: the bound is 2 × --lock-timeout = %v", ended, 2*lockTimeout)
+	if ended > bound+2*time.Second {
+		t.Errorf("the frozen claim held its rows for %v: the bound is %v", ended, bound)
 	}
 	if strings.Contains(healthy.logText(), `"level":"ERROR"`) {
 		t.Errorf("the healthy relay logged errors:\n%s", healthy.logText())
