@@ -52,6 +52,8 @@ var forgeries = []struct{ what, sql string }{
 	{"delete the audit trail", `DELETE FROM outbox_audit`},
 	{"truncate the audit trail", `TRUNCATE outbox_audit`},
 	{"write an audit row through the internal helper", `SELECT outboxtop_audit_write('alice', 'skip', '{}', NULL, 1, 'forged')`},
+	{"lock events through the actions' internal helper (rows held from the relays)",
+		`SELECT outboxtop_lock_events(ARRAY['{pending}']::uuid[])`},
 	{"archive without an audit row (housekeeping function)", `SELECT outboxtop_archive_published(interval '0', 100)`},
 	{"delete archived events (housekeeping function)", `SELECT outboxtop_delete_archived(interval '0', 100)`},
 	{"forge a relay heartbeat", `INSERT INTO outbox_relay (holder, db_user, state, started_at, seen_at, interval_ms)
