@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // The ordered claim is sql/claim_ordered.sql; its header says how it keeps
@@ -69,27 +70,30 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 	waiters := map[aggregateKey]bool{}
 	for rows.Next() {
 		e := &event{}
+		// The id as *[16]byte and the summary row's NULLs as pgtype values:
+		// pgx scans a uuid.UUID through its sql.Scanner (from text) and a
+		// pointer through reflection, for every event.
 		if !ordered {
-			err = rows.Scan(&e.id, &e.seq, &e.aggregateType, &e.aggregateID, &e.eventType,
+			err = rows.Scan((*[16]byte)(&e.id), &e.seq, &e.aggregateType, &e.aggregateID, &e.eventType,
 				&e.payload, &e.createdAt, &e.attempts, &e.topic, &e.headers)
 			events = append(events, e)
 		} else {
 			var summary bool
-			var id *uuid.UUID
-			var seq *int64
-			var typ, agg, evType *string
-			var createdAt *time.Time
-			var attempts *int
-			var hasWaiters *bool
+			var id pgtype.UUID
+			var seq pgtype.Int8
+			var typ, agg, evType pgtype.Text
+			var createdAt pgtype.Timestamptz
+			var attempts pgtype.Int4
+			var hasWaiters pgtype.Bool
 			err = rows.Scan(&summary, &id, &seq, &typ, &agg, &evType,
 				&e.payload, &createdAt, &attempts, &e.topic, &e.headers, &hasWaiters, &blocked,
 				&unlocked, &unlockedTypes, &unlockedIDs)
 			if err == nil && !summary {
-				e.id, e.seq, e.aggregateType, e.aggregateID, e.eventType = *id, *seq, *typ, *agg, *evType
-				e.createdAt, e.attempts = *createdAt, *attempts
+				e.id, e.seq, e.aggregateType, e.aggregateID, e.eventType = id.Bytes, seq.Int64, typ.String, agg.String, evType.String
+				e.createdAt, e.attempts = createdAt.Time, int(attempts.Int32)
 				events = append(events, e)
-				if *hasWaiters {
-					waiters[aggregateKey{*typ, *agg}] = true
+				if hasWaiters.Bool {
+					waiters[aggregateKey{typ.String, agg.String}] = true
 				}
 			}
 		}

@@ -53,3 +53,33 @@ func TestValidateTopicTemplate(t *testing.T) {
 		t.Errorf("Topic = %q", got)
 	}
 }
+
+// Topic expands in one pass, as strings.Replacer does: a value holding a
+// placeholder is not expanded again, and stray braces stay as they are.
+func TestTopicExpandsOnce(t *testing.T) {
+	for _, c := range []struct{ tmpl, agg, ev, want string }{
+		{"outbox.{aggregate_type}", "{event_type}", "Paid", "outbox.{event_type}"},
+		{"{event_type}{aggregate_type}", "a{", "}b", "}ba{"},
+		{"{{aggregate_type}}", "x", "y", "{x}"},
+		{"{aggregate_typ", "x", "y", "{aggregate_typ"},
+		{"plain", "x", "y", "plain"},
+		{"", "x", "y", ""},
+	} {
+		if got := wire.Topic(c.tmpl, c.agg, c.ev); got != c.want {
+			t.Errorf("Topic(%q, %q, %q) = %q, want %q", c.tmpl, c.agg, c.ev, got, c.want)
+		}
+	}
+}
+
+// FuzzTopicMatchesReplacer: Topic expands exactly as a strings.Replacer of the
+// two placeholders does (what it was before it had to be fast).
+func FuzzTopicMatchesReplacer(f *testing.F) {
+	f.Add("outbox.{aggregate_type}.{event_type}", "order", "Paid")
+	f.Add("{{aggregate_type}{event_type", "{event_type}", "{")
+	f.Fuzz(func(t *testing.T, tmpl, agg, ev string) {
+		want := strings.NewReplacer(wire.PlaceholderAggregateType, agg, wire.PlaceholderEventType, ev).Replace(tmpl)
+		if got := wire.Topic(tmpl, agg, ev); got != want {
+			t.Errorf("Topic(%q, %q, %q) = %q, the replacer gives %q", tmpl, agg, ev, got, want)
+		}
+	})
+}
