@@ -240,7 +240,7 @@ func (e *env) incidentRelays(ctx context.Context, table, ordering string, procs 
 	for {
 		n := 0
 		for _, a := range addrs {
-			n += scrapePublished(a)
+			n += int(scrape(a)["outboxtop_relay_published_total"])
 		}
 		for len(tenths) < 10 && n >= (len(tenths)+1)*healthyEvents/10 {
 			tenths = append(tenths, fmt.Sprintf("%.1f", time.Since(start).Seconds()))
@@ -261,34 +261,22 @@ func (e *env) incidentRelays(ctx context.Context, table, ordering string, procs 
 	// ones too), from their histogram.
 	buckets := map[float64]float64{}
 	for _, a := range addrs {
-		scrapeBuckets(a, "outboxtop_relay_claim_seconds", buckets)
+		addBuckets(scrape(a), "outboxtop_relay_claim_seconds", buckets)
 	}
 	return incidentRun{Table: table, What: "relay", Ordering: ordering, Procs: procs, Events: healthyEvents,
 		Seconds: elapsed.Seconds(), PerSecond: healthyEvents / elapsed.Seconds(),
 		ClaimP50: histogramQuantileMs(buckets, 0.50), ClaimP99: histogramQuantileMs(buckets, 0.99)}, nil
 }
 
-// scrapeBuckets adds the cumulative bucket counts of histogram name on a
-// relay's /metrics to into, by upper bound (+Inf included).
-func scrapeBuckets(addr, name string, into map[float64]float64) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), name+`_bucket{le="`)
+// addBuckets adds the cumulative bucket counts of histogram name in a relay's
+// samples (scrape) to into, by upper bound in seconds.
+func addBuckets(samples map[string]float64, name string, into map[float64]float64) {
+	for series, n := range samples {
+		le, ok := strings.CutPrefix(series, name+`_bucket{le="`)
 		if !ok {
 			continue
 		}
-		le, count, ok := strings.Cut(rest, `"} `)
-		if !ok {
-			continue
-		}
-		bound, err1 := strconv.ParseFloat(le, 64)
-		n, err2 := strconv.ParseFloat(count, 64)
-		if err1 == nil && err2 == nil {
+		if bound, err := strconv.ParseFloat(strings.TrimSuffix(le, `"}`), 64); err == nil {
 			into[bound] += n
 		}
 	}
@@ -318,22 +306,27 @@ func histogramQuantileMs(buckets map[float64]float64, q float64) float64 {
 	return lower * 1000
 }
 
-// scrapePublished reads outboxtop_relay_published_total from a relay's /metrics
-// (0 until it answers).
-func scrapePublished(addr string) int {
+// scrape reads a relay's /metrics: each sample's value by its series (the
+// name and labels as written); nil until the relay answers.
+func scrape(addr string) map[string]float64 {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		return 0
+		return nil
 	}
 	defer resp.Body.Close()
+	samples := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "outboxtop_relay_published_total "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return int(f)
+		line := sc.Text()
+		i := strings.LastIndexByte(line, ' ')
+		if strings.HasPrefix(line, "#") || i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			samples[line[:i]] = v
 		}
 	}
-	return 0
+	return samples
 }
 
 func freeAddr() (string, error) {

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -25,5 +29,32 @@ func TestHistogramQuantileMs(t *testing.T) {
 		if got := histogramQuantileMs(c.buckets, c.q); math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("%s: q%.2f = %v ms, want %v", c.name, c.q, got, c.want)
 		}
+	}
+}
+
+// The profile reads the relays' counters and histogram buckets from their
+// /metrics page.
+func TestScrapeReadsCountersAndBuckets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `# HELP outboxtop_relay_published_total Events published.
+# TYPE outboxtop_relay_published_total counter
+outboxtop_relay_published_total 1234
+outboxtop_relay_claim_seconds_bucket{le="0.001"} 3
+outboxtop_relay_claim_seconds_bucket{le="+Inf"} 10
+outboxtop_relay_claim_seconds_sum 1.5
+`)
+	}))
+	defer srv.Close()
+	samples := scrape(strings.TrimPrefix(srv.URL, "http://"))
+	if got := samples["outboxtop_relay_published_total"]; got != 1234 {
+		t.Errorf("published %v, want 1234", got)
+	}
+	buckets := map[float64]float64{0.001: 1}
+	addBuckets(samples, "outboxtop_relay_claim_seconds", buckets)
+	if len(buckets) != 2 || buckets[0.001] != 4 || buckets[math.Inf(1)] != 10 {
+		t.Errorf("buckets %v, want 0.001:4 +Inf:10", buckets)
+	}
+	if scrape("127.0.0.1:1") != nil {
+		t.Error("a relay not answering gave samples")
 	}
 }
