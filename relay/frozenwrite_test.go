@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,7 +49,6 @@ func TestClaimResultUnreadIsEndedWithinTheBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.armed.Store(true)
 	stop := start(t, r)
 	var unfrozen sync.Once
 	unfreeze := func() { unfrozen.Do(func() { close(f.release) }) }
@@ -64,11 +62,7 @@ func TestClaimResultUnreadIsEndedWithinTheBound(t *testing.T) {
 	})
 	blocked := time.Now()
 	testenv.WaitFor(t, 2*cfg.LockTimeout+20*time.Second, "the blocked backend ended by the server", func() bool {
-		var alive bool
-		if err := b.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)", pid).Scan(&alive); err != nil {
-			t.Fatal(err)
-		}
-		return !alive
+		return !b.backendAlive(t, pid)
 	})
 	took := time.Since(blocked)
 	t.Logf("the claim's backend, blocked writing to a relay that stopped reading, ended after %v", took.Round(10*time.Millisecond))
@@ -94,14 +88,11 @@ func TestClaimResultUnreadIsEndedWithinTheBound(t *testing.T) {
 	b.checkOrder(t, events)
 }
 
-// readFreezer dials connections that, once armed, stop reading after a
-// megabyte, as a process stopped in the middle of a large result does, until
-// release is closed. Their receive buffer is small and fixed (no autotuning),
+// readFreezer dials connections that stop reading after a megabyte, as a
+// process stopped in the middle of a large result does, until release is
+// closed. Their receive buffer is small and fixed (no autotuning),
 // so the server's writes soon block.
-type readFreezer struct {
-	armed   atomic.Bool
-	release chan struct{}
-}
+type readFreezer struct{ release chan struct{} }
 
 func (f *readFreezer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
@@ -120,7 +111,7 @@ func (f *readFreezer) dial(ctx context.Context, network, addr string) (net.Conn,
 type freezingConn struct {
 	net.Conn
 	f    *readFreezer
-	read int // bytes read since the freezer was armed
+	read int // bytes read so far
 }
 
 func (c *freezingConn) Read(p []byte) (int, error) {
@@ -128,8 +119,6 @@ func (c *freezingConn) Read(p []byte) (int, error) {
 		<-c.f.release
 	}
 	n, err := c.Conn.Read(p)
-	if c.f.armed.Load() {
-		c.read += n
-	}
+	c.read += n
 	return n, err
 }

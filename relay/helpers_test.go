@@ -89,6 +89,16 @@ func (b *bundle) inspector(t *testing.T) *inspect.Inspector {
 	return ins
 }
 
+// backendAlive says whether the server still has the session of backend pid.
+func (b *bundle) backendAlive(t *testing.T, pid int32) bool {
+	t.Helper()
+	var alive bool
+	if err := b.pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)", pid).Scan(&alive); err != nil {
+		t.Fatal(err)
+	}
+	return alive
+}
+
 // start runs r until the returned stop is called (or the test ends).
 func start(t *testing.T, r *Relay) (stop func() error) {
 	t.Helper()

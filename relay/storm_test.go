@@ -268,13 +268,7 @@ func TestFrozenClaimIsEndedWithinTwiceTheLockTimeout(t *testing.T) {
 	cfg.LockTimeout = 300 * time.Millisecond
 	_, pid, _ := frozenClaim(t, b, b.relay(t, cfg), 50, 0)
 	began := time.Now()
-	testenv.WaitFor(t, 30*time.Second, "frozen session ended by the server", func() bool {
-		var alive bool
-		if err := b.pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)", pid).Scan(&alive); err != nil {
-			t.Fatal(err)
-		}
-		return !alive
-	})
+	testenv.WaitFor(t, 30*time.Second, "frozen session ended by the server", func() bool { return !b.backendAlive(t, pid) })
 	if took := time.Since(began); took > 5*time.Second {
 		t.Errorf("frozen session lived %v, want about %v", took, 2*cfg.LockTimeout)
 	}
