@@ -87,8 +87,8 @@ func (m *Model) refreshAggregate() tea.Cmd {
 }
 
 func (a *aggregateModel) set(msg timelineMsg, now time.Time) {
-	if msg.typ != a.typ || msg.id != a.id {
-		return // the operator moved on
+	if a.table == nil || msg.typ != a.typ || msg.id != a.id {
+		return // the operator closed the timeline or moved on: a late read is stale
 	}
 	a.loading = false
 	a.took = now.Sub(a.started)

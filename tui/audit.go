@@ -102,8 +102,8 @@ func parseAuditQuery(s string) (inspect.AuditFilter, error) {
 
 func (a *auditModel) set(msg auditMsg, now time.Time) {
 	a.loading = false
-	if msg.text != a.text {
-		return // the filter changed while this was read
+	if !a.open || msg.text != a.text {
+		return // the log was closed, or its filter changed, while this was read
 	}
 	if msg.err != nil {
 		a.err = "could not read the audit log: " + Sanitize(msg.err.Error())
