@@ -106,7 +106,8 @@ func TestAggregateTimelineBySearch(t *testing.T) {
 }
 
 // TestBlockedCursorStaysInView: at 80×24 the Overview shows only some blocked
-// aggregates; the cursor stops at the last one shown, never on one off screen.
+// aggregates; the cursor stops at the last one shown, never on one off screen,
+// and the next j goes on to the error groups below.
 func TestBlockedCursorStaysInView(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Options{})
@@ -118,18 +119,22 @@ func TestBlockedCursorStaysInView(t *testing.T) {
 	}
 	b.run(b.m.startLoad())
 	b.keys("1")
-	for range 40 {
-		b.keys("j")
-	}
+	b.text()
 	shown := 0
 	for _, x := range b.m.overviewShown {
 		if x.kind == targetBlocked {
 			shown++
 		}
 	}
+	if shown == 0 || shown >= len(b.m.overview.blocked) {
+		t.Fatalf("%d blocked aggregates shown of %d", shown, len(b.m.overview.blocked))
+	}
+	for range shown - 1 {
+		b.keys("j")
+	}
 	sel := b.m.overviewSel
-	if shown == 0 || shown >= len(b.m.overview.blocked) || sel != (overviewTarget{targetBlocked, shown - 1}) {
-		t.Fatalf("cursor %v, %d shown of %d", sel, shown, len(b.m.overview.blocked))
+	if sel != (overviewTarget{targetBlocked, shown - 1}) {
+		t.Fatalf("cursor %v after %d j, want the last blocked aggregate shown (%d)", sel, shown-1, shown-1)
 	}
 	var cursorLine string
 	for _, l := range strings.Split(b.text(), "\n") {
@@ -141,7 +146,11 @@ func TestBlockedCursorStaysInView(t *testing.T) {
 	if !strings.Contains(cursorLine, want) {
 		t.Fatalf("the cursor's line %q is not %s:\n%s", cursorLine, want, b.text())
 	}
-	b.keys("enter")
+	b.keys("j")
+	if sel := b.m.overviewSel; sel.kind == targetBlocked {
+		t.Fatalf("j past the last blocked aggregate shown went to %v", sel)
+	}
+	b.keys("k", "enter")
 	if b.m.aggregate.title != want {
 		t.Fatalf("enter opened %q, want %q", b.m.aggregate.title, want)
 	}

@@ -159,28 +159,34 @@ func num(n int64, estimate bool) string {
 // rate is events per second, to one decimal.
 func rate(r float64) string { return fmt.Sprintf("%.1f/s", r) }
 
+// overviewTop is the number of lines the counts and the relay take at the top of
+// the Overview, whatever the data: the sections below start on the same line in a
+// quiet hour and in an incident, so the keys to reach them do not change.
+const overviewTop = 11
+
 // viewOverview draws the Overview in w×h.
 func (m *Model) viewOverview(w, h int) string {
 	vm, st, now := m.overview, m.styles, m.now()
 	since := vm.since(now)
+	colW := w / 2
 	kv := func(k, v string) string { return fmt.Sprintf("%-14s %s", k, v) }
 	c, a := vm.counts, vm.counts.Approx
 
 	left := []string{st.section.Render("OUTBOX")}
 	left = append(left, kv("ready", num(c.Ready, a.Ready)))
-	if c.Ready > 0 {
-		lag := age(vm.oldestPublishable + since)
+	lag := "-"
+	if c.Ready-c.Waiting > 0 {
+		lag = age(vm.oldestPublishable + since)
 		if vm.publishableApprox {
 			lag = "≥" + lag
 		}
-		if c.Ready-c.Waiting == 0 {
-			lag = "-"
-		}
-		left = append(left, kv(" publishable", num(c.Ready-c.Waiting, a.Ready || a.Waiting)+" · lag "+lag))
 	}
+	left = append(left, kv(" publishable", num(c.Ready-c.Waiting, a.Ready || a.Waiting)+" · lag "+lag))
+	waiting := num(c.Waiting, a.Waiting)
 	if c.Waiting > 0 {
-		left = append(left, kv(" waiting", st.warn.Render(num(c.Waiting, a.Waiting))+" behind blockers"))
+		waiting = st.warn.Render(waiting)
 	}
+	left = append(left, kv(" waiting", waiting+" behind blockers"))
 	sched := num(c.Scheduled, a.Scheduled)
 	if vm.nextScheduled != nil {
 		sched += " · next in " + age(vm.nextScheduled.Sub(now))
@@ -200,30 +206,22 @@ func (m *Model) viewOverview(w, h int) string {
 		left = append(left, kv("oldest pending", "-"))
 	}
 	p := vm.published
-	left = append(left,
-		kv("published", "1m "+p.Last1m.String()+" · 5m "+p.Last5m.String()),
-		kv(" last hour", p.Last1h.String()),
-	)
+	pub := "1m " + p.Last1m.String() + " · 5m " + p.Last5m.String()
+	if long := pub + " · 1h " + p.Last1h.String(); ansi.StringWidth(kv("", long)) < colW {
+		pub = long
+	}
+	left = append(left, kv("published", pub))
 	tr := m.trend
 	in := st.dim.Render("measuring…")
 	if r, ok := tr.incoming(); ok {
 		in = rate(r)
 	}
-	left = append(left, kv("rate out · in", rate(p.CurrentPerSecond)+" · "+in))
-	backlog := st.dim.Render("measuring…")
-	if r, ok := tr.backlogRate(); ok {
-		switch d, drains := tr.drain(); {
-		case c.Ready+c.Scheduled+c.Leased == 0:
-			backlog = "empty"
-		case drains:
-			backlog = st.good.Render("shrinking") + " · empty in ~" + age(d)
-		case r > 0:
-			backlog = st.warn.Render("growing") + " +" + rate(r)
-		default:
-			backlog = "steady"
-		}
+	rates := kv("rate out · in", rate(p.CurrentPerSecond)+" · "+in)
+	// The published rate of the last refreshes, in the room the line leaves.
+	if room := colW - 2 - ansi.StringWidth(rates); room >= 4 {
+		rates += " " + sparkline(tr.currents(), room)
 	}
-	left = append(left, kv("backlog", backlog), kv("out, 10s", sparkline(tr.currents(), 24)))
+	left = append(left, rates, kv("backlog", m.backlogText(st)))
 
 	right := []string{st.section.Render("RELAY")}
 	if r := vm.relay; r == nil {
@@ -245,15 +243,18 @@ func (m *Model) viewOverview(w, h int) string {
 			kv("published", fmt.Sprint(r.Published)),
 			kv("fail · retry", fmt.Sprintf("%d · %d", r.Failed, r.Retried)),
 		)
+		// The error's text gets the lines the column has left after the
+		// extras and the relays line, up to three.
+		wrap := min(max(overviewTop-len(right)-2-len(vm.extras), 0), 3)
 		switch {
 		case r.LastError == "":
 			right = append(right, kv("last error", "-"))
 		case m.errorResolved():
 			right = append(right, kv("last error", st.dim.Render(age(now.Sub(r.LastErrorAt))+" ago, since resolved")))
-			right = append(right, wrapLines(r.LastError, w-w/2-2, 3, st.dim)...)
+			right = append(right, wrapLines(r.LastError, w-colW-2, wrap, st.dim)...)
 		default:
 			right = append(right, kv("last error", st.bad.Render(age(now.Sub(r.LastErrorAt))+" ago")))
-			right = append(right, wrapLines(r.LastError, w-w/2-2, 3, st.bad)...)
+			right = append(right, wrapLines(r.LastError, w-colW-2, wrap, st.bad)...)
 		}
 	}
 	for _, e := range vm.extras {
@@ -263,9 +264,13 @@ func (m *Model) viewOverview(w, h int) string {
 	// as many of them as fit beside the OUTBOX column: the list never pushes the
 	// incident sections down.
 	right = append(right, kv("relays seen", m.relaysSummary()))
-	right = append(right, m.relayLines(len(left)-len(right), w-w/2, since)...)
+	right = append(right, m.relayLines(len(left)-len(right), w-colW, since)...)
+	if len(right) > len(left) {
+		// Extras past the column's height: the last line says how many are cut.
+		cut := len(right) - len(left) + 1
+		right = append(right[:len(left)-1:len(left)-1], st.dim.Render(fmt.Sprintf("… %d more lines: widen or heighten the terminal", cut)))
+	}
 
-	colW := w / 2
 	lines := joinColumns(left, right, colW, w-colW)
 
 	var sel overviewTarget
@@ -287,10 +292,41 @@ func (m *Model) viewOverview(w, h int) string {
 	return clip(append(lines, below...), w, h)
 }
 
+// backlogText says where the backlog (ready, scheduled and leased events) is
+// going. "drains in" is a forecast only when the trend measured both a shrinking
+// backlog and events being published over its window, and when nothing of the
+// backlog waits behind a blocker (those go only when an operator acts): a backlog
+// that shrinks because events were parked or skipped does not drain by itself.
+func (m *Model) backlogText(st styles) string {
+	c, tr := m.overview.counts, m.trend
+	if c.Ready+c.Scheduled+c.Leased == 0 {
+		return "empty"
+	}
+	r, ok := tr.backlogRate()
+	if !ok {
+		return st.dim.Render("measuring…")
+	}
+	publishing := tr.publishing()
+	switch d, drains := tr.drain(); {
+	case !publishing && r > 0:
+		return st.bad.Render("not draining") + " · +" + rate(r)
+	case !publishing:
+		return st.bad.Render("not draining")
+	case drains && c.Waiting > 0:
+		return st.good.Render("shrinking") + " · " + st.warn.Render(num(c.Waiting, c.Approx.Waiting)+" stuck")
+	case drains:
+		return st.good.Render("drains in ~" + age(d))
+	case r > 0:
+		return st.warn.Render("growing") + " +" + rate(r)
+	}
+	return "steady"
+}
+
 // overviewSections lays out the Overview's lower half in room lines: the pane's
 // sections first (by default the blocked aggregates and the error groups, what an
-// incident is about), then, in the room they leave, the breakdowns and the
-// tables. It returns the lines and the targets they show, in order.
+// incident is about), each with a fixed minimum of lines, then, in the room they
+// leave, the breakdowns and the tables. It returns the lines and the targets they
+// show, in order.
 func (m *Model) overviewSections(w, room int, on func(overviewTarget) bool) ([]string, []overviewTarget) {
 	vm, st, now := m.overview, m.styles, m.now()
 	var blocked, failed, tables []string
@@ -304,7 +340,7 @@ func (m *Model) overviewSections(w, room int, on func(overviewTarget) bool) ([]s
 		case b.blocker.state == wire.Scheduled && b.blocker.availableAt.After(now):
 			state = "retry in " + age(b.blocker.availableAt.Sub(now))
 		}
-		s := fmt.Sprintf("%-18s %2d waiting behind %s %s", b.aggregate, b.waiting, b.blocker.short, state)
+		s := fmt.Sprintf("%-18s %4s waiting behind %s %s", b.aggregate, compact(inspect.Count{Value: b.waiting}), b.blocker.short, state)
 		if b.blocker.lastError != "" {
 			s += ": " + b.blocker.lastError
 		}
@@ -314,7 +350,10 @@ func (m *Model) overviewSections(w, room int, on func(overviewTarget) bool) ([]s
 		blocked = []string{st.dim.Render("  none")}
 	}
 	for i, g := range vm.failedByError {
-		failed = append(failed, cursorLine(fmt.Sprintf("%5d  %s", g.Count, g.Key), on(overviewTarget{targetError, i}), w, st))
+		failed = append(failed, cursorLine(fmt.Sprintf("%5s  %s", compact(inspect.Count{Value: g.Count}), g.Key), on(overviewTarget{targetError, i}), w, st))
+	}
+	if len(failed) == 0 {
+		failed = []string{st.dim.Render("  none")}
 	}
 	failedTitle := "FAILED BY ERROR"
 	if vm.failedGroupsOf > 0 {
@@ -327,42 +366,33 @@ func (m *Model) overviewSections(w, room int, on func(overviewTarget) bool) ([]s
 	if x := vm.xmin; x != nil {
 		tables = append(tables, st.warn.Render(fmt.Sprintf("  vacuum held back %s by %s %s (%s)", age(x.Age.Duration()), x.Kind, x.Name, x.State)))
 	}
-	blockedSec := section{"BLOCKED AGGREGATES (" + num(vm.blockedCount, vm.blockedEstimate) + ")", blocked, vm.blockedCount, vm.blockedEstimate}
-	failedSec := section{title: failedTitle, body: failed}
+	blockedSec := section{title: "BLOCKED AGGREGATES (" + num(vm.blockedCount, vm.blockedEstimate) + ")", body: blocked,
+		total: vm.blockedCount, estimate: vm.blockedEstimate, min: 3, kind: targetBlocked, targets: len(vm.blocked)}
+	failedSec := section{title: failedTitle, body: failed, min: 2, kind: targetError, targets: len(vm.failedByError)}
 	typesSec, attempts := m.breakdownLines(w, on)
-	tablesSec := section{title: "TABLES", body: tables}
-	// Which targets each section's lines stand for.
-	kinds := map[string]targetKind{failedSec.title: targetError}
-	if len(vm.blocked) > 0 {
-		kinds[blockedSec.title] = targetBlocked
-	}
-	if len(vm.types) > 0 {
-		kinds[typesSec.title] = targetType
-	}
+	typesSec.kind, typesSec.targets = targetType, len(vm.types)
+	tablesSec := section{title: "TABLES", body: tables, kind: -1}
 
-	// The pane's own sections first; what room they leave goes to the others
-	// (the attempts line before them).
-	var first, then []section
+	// The pane's own sections first, each given its minimum; what room they
+	// leave goes to the others (the attempts line before them).
 	var lines []string
+	var first, then []section
 	switch m.pane {
 	case paneIncident:
 		first, then = []section{blockedSec, failedSec}, []section{typesSec, tablesSec}
 	case paneTypes:
-		// The attempts line heads the types, without the blank line between.
-		lines, room = attempts, room-len(attempts)+1
+		// The attempts line heads the types.
+		typesSec.min, typesSec.head = 3, attempts[1:]
 		first, then, attempts = []section{typesSec}, []section{failedSec}, nil
 	case paneErrors:
+		failedSec.min = 3
 		first, then = []section{failedSec}, []section{typesSec, tablesSec}
 	}
-	more, shownFirst := sections(room, st, first...)
-	rest := room - len(more)
-	if m.pane == paneTypes && len(more) > 0 {
-		more = more[1:]
-	}
+	more, shownFirst := layoutSections(room, st, true, first...)
 	lines = append(lines, more...)
 	var shownThen []int
-	if rest > len(attempts) {
-		more, shownThen = sections(rest-len(attempts), st, then...)
+	if rest := room - len(more); rest > len(attempts) {
+		more, shownThen = layoutSections(rest-len(attempts), st, false, then...)
 		if len(more) > 0 {
 			lines = append(append(lines, attempts...), more...)
 		}
@@ -370,9 +400,9 @@ func (m *Model) overviewSections(w, room int, on func(overviewTarget) bool) ([]s
 	var shown []overviewTarget
 	add := func(ss []section, n []int) {
 		for i, c := range n {
-			if k, ok := kinds[ss[i].title]; ok {
-				for j := range c {
-					shown = append(shown, overviewTarget{k, j})
+			if ss[i].kind >= 0 {
+				for j := range min(c, ss[i].targets) {
+					shown = append(shown, overviewTarget{ss[i].kind, j})
 				}
 			}
 		}
@@ -384,55 +414,97 @@ func (m *Model) overviewSections(w, room int, on func(overviewTarget) bool) ([]s
 
 type section struct {
 	title string
-	body  []string
+	// head are lines between the blank line and the title (the attempts line
+	// that heads the types).
+	head []string
+	body []string
 	// total, when set, is how many items the body's lines stand for (the body may
 	// hold only the first few): "… N more" counts from it.
 	total    int64
 	estimate bool
+	// min is the number of body lines the section keeps however full the
+	// Overview is (0: the section is shown only when two fit).
+	min int
+	// kind is what the body's first targets lines stand for (-1: none).
+	kind    targetKind
+	targets int
 }
 
-// sections lays out titled sections (a blank line, the title, the body) in room
-// lines, in priority order: trailing sections that cannot show one line are left
-// out, and a section cut short ends in "… N more".
-func sections(room int, st styles, ss ...section) ([]string, []int) {
-	need := func(ss []section) int { // a section wants its heading and two lines
+// layoutSections lays out titled sections in room lines, in priority order, and
+// says how many body lines of each show. A section cut short ends in "… N more".
+// fixed: one blank line leads (when it fits) and the titles part the sections;
+// each keeps its minimum, and a section that still finds no room shows as its
+// title with "(hidden: resize)" — a section never vanishes without a word.
+// Otherwise each section has its blank line, and trailing sections that cannot
+// show two lines are left out.
+func layoutSections(room int, st styles, fixed bool, ss ...section) ([]string, []int) {
+	want := func(s section) int {
+		if fixed {
+			return max(min(len(s.body), s.min), 1)
+		}
+		return min(len(s.body), 2)
+	}
+	// gaps[i] is the blank line before section i.
+	gaps := make([]int, len(ss))
+	for i := range gaps {
+		if !fixed || i == 0 {
+			gaps[i] = 1
+		}
+	}
+	need := func(from, to int) int {
 		n := 0
-		for _, s := range ss {
-			n += 2 + min(len(s.body), 2)
+		for i := from; i < to; i++ {
+			n += gaps[i] + 1 + len(ss[i].head) + want(ss[i])
 		}
 		return n
 	}
-	for len(ss) > 0 && need(ss) > room {
-		ss = ss[:len(ss)-1]
+	if fixed && len(ss) > 0 && need(0, len(ss)) > room {
+		gaps[0] = 0
+	}
+	keep, hidden := len(ss), 0
+	for keep > 0 && need(0, keep)+hidden > room {
+		keep--
+		if fixed {
+			hidden++ // its title stays, saying it is hidden
+		}
+	}
+	if !fixed {
+		ss = ss[:keep]
 	}
 	shown := make([]int, len(ss))
+	var lines []string
 	left := room
-	for i := range ss {
-		body := ss[i].body
-		shown[i] = len(body)
-		avail := left - 2 - need(ss[i+1:])
-		total := max(ss[i].total, int64(len(body)))
+	for i, s := range ss {
+		if i >= keep {
+			// fixed, and not even the title and one line fit.
+			if left > 0 {
+				lines = append(lines, st.section.Render(s.title)+st.dim.Render(" (hidden: resize)"))
+				left--
+			}
+			continue
+		}
+		if gaps[i] > 0 {
+			lines = append(lines, "")
+		}
+		lines = append(lines, s.head...)
+		lines = append(lines, st.section.Render(s.title))
+		avail := left - gaps[i] - 1 - len(s.head) - need(i+1, keep) - hidden
+		body := s.body
+		total := max(s.total, int64(len(body)))
+		n := len(body)
 		switch {
 		case len(body) > avail:
-			keep := max(avail-1, 0)
-			body = append(body[:keep:keep], st.dim.Render("  … "+num(total-int64(keep), ss[i].estimate)+" more"))
-			shown[i] = keep
+			n = max(avail-1, 0)
+			body = append(body[:n:n], st.dim.Render("  … "+num(total-int64(n), s.estimate)+" more"))
 		case total > int64(len(body)) && len(body) < avail:
-			body = append(body[:len(body):len(body)], st.dim.Render("  … "+num(total-int64(len(body)), ss[i].estimate)+" more"))
+			body = append(body[:n:n], st.dim.Render("  … "+num(total-int64(n), s.estimate)+" more"))
 		case total > int64(len(body)) && len(body) > 0:
-			keep := len(body) - 1
-			body = append(body[:keep:keep], st.dim.Render("  … "+num(total-int64(keep), ss[i].estimate)+" more"))
-			shown[i] = keep
+			n = len(body) - 1
+			body = append(body[:n:n], st.dim.Render("  … "+num(total-int64(n), s.estimate)+" more"))
 		}
-		ss[i].body = body
-		left -= 2 + len(body)
-	}
-	var lines []string
-	for _, s := range ss {
-		if len(s.body) > 0 {
-			lines = append(lines, "", st.section.Render(s.title))
-			lines = append(lines, s.body...)
-		}
+		shown[i] = n
+		lines = append(lines, body...)
+		left -= gaps[i] + 1 + len(s.head) + len(body)
 	}
 	return lines, shown
 }

@@ -99,6 +99,14 @@ func (t trend) drain() (time.Duration, bool) {
 	return time.Duration(float64(backlog) / -rate * float64(time.Second)), true
 }
 
+// publishing: the newest sample saw events published in its last 10 s. A
+// backlog that shrinks while nothing is published is not draining (events were
+// parked, skipped or archived), so it gets no forecast.
+func (t trend) publishing() bool {
+	n := len(t.samples)
+	return n > 0 && t.samples[n-1].current > 0
+}
+
 // currents are the published rates of the samples, oldest first, for the sparkline.
 func (t trend) currents() []float64 {
 	out := make([]float64, len(t.samples))

@@ -189,7 +189,7 @@ func TestOverviewRates(t *testing.T) {
 	for range 10 {
 		feed(50, 0)
 	}
-	for _, want := range []string{`rate out · in\s+0\.0/s · 50\.0/s`, `backlog\s+growing \+\d+\.\d/s`} {
+	for _, want := range []string{`rate out · in\s+0\.0/s · 50\.0/s`, `backlog\s+not draining · \+\d+\.\d/s`} {
 		if !regexp.MustCompile(want).MatchString(plain(m.Render())) {
 			t.Errorf("outage: no %q in\n%s", want, plain(m.Render()))
 		}
@@ -197,7 +197,7 @@ func TestOverviewRates(t *testing.T) {
 	for range 31 {
 		feed(50, 150)
 	}
-	if !regexp.MustCompile(`backlog\s+shrinking · empty in ~\d`).MatchString(plain(m.Render())) {
+	if !regexp.MustCompile(`backlog\s+drains in ~\d+m\d\ds\s`).MatchString(plain(m.Render())) {
 		t.Errorf("recovery:\n%s", plain(m.Render()))
 	}
 }
