@@ -244,8 +244,8 @@ func (m *Model) viewOverview(w, h int) string {
 			kv("fail · retry", fmt.Sprintf("%d · %d", r.Failed, r.Retried)),
 		)
 		// The error's text gets the lines the column has left after the
-		// extras and the relays line, up to three.
-		wrap := min(max(overviewTop-len(right)-2-len(vm.extras), 0), 3)
+		// extras and the relays line: one at least, three at most.
+		wrap := min(max(overviewTop-len(right)-2-len(vm.extras), 1), 3)
 		switch {
 		case r.LastError == "":
 			right = append(right, kv("last error", "-"))
@@ -521,6 +521,9 @@ func itoa64(n int64) string { return fmt.Sprint(n) }
 // wrapLines wraps s to width in at most n lines (the last one cut with …), each
 // indented by two spaces and styled.
 func wrapLines(s string, width, n int, style lipgloss.Style) []string {
+	if n <= 0 {
+		return nil
+	}
 	lines := strings.Split(ansi.Wrap(s, max(width, 10), " "), "\n")
 	if len(lines) > n {
 		lines[n-1] = ansi.Truncate(lines[n-1]+" "+strings.Join(lines[n:], " "), max(width, 10), "…")
