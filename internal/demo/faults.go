@@ -49,7 +49,7 @@ func (d *Demo) InjectPoison(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("poison %s on order hot-1: failed at once, hot-1 waits behind it (4 Failed)", id.String()[:8]), nil
+	return fmt.Sprintf("poison %s on order hot-1: failed at once, hot-1 waits behind it (4 Failed)", id.String()[28:]), nil // the console's short form of a UUIDv7: its random end
 }
 
 // Produced is the number of records Kafka acknowledged to the relay, repeats
