@@ -42,7 +42,9 @@ type Config struct {
 	// Drain makes Run return once nothing is publishable.
 	Drain bool
 	// ShutdownTimeout bounds how long Run waits for in-flight batches after its
-	// context is cancelled before it releases their leases.
+	// context is cancelled before it releases their leases. Records waiting for a
+	// topic found missing are not waited for: their batches are released as soon
+	// as the context is cancelled.
 	ShutdownTimeout time.Duration
 	// LockTimeout bounds how long a claim waits for a lock (it never waits for a
 	// row lock; a table lock can hold it); a session frozen inside a claim is

@@ -32,9 +32,16 @@
 //   - Any other per-event error clears the lease and schedules the event again at
 //     now() + backoff(attempts) (exponential from BackoffBase, capped at BackoffMax,
 //     jittered), with last_error set. After MaxAttempts the event is failed.
-//   - A topic that does not exist counts its attempts like any other error: the
-//     event is scheduled again with a readable last_error, and fails after
-//     MaxAttempts.
+//   - A topic that does not exist is an operator's problem (create it, or
+//     --kafka-auto-create-topics), not the event's: the event waits for it,
+//     scheduled again with last_error beginning MissingTopicError and its
+//     attempt refunded, and is never failed for it. Its backoff grows with the
+//     batches that found the topic missing and is capped at 30 s, so a created
+//     topic is used within that. A record to a topic already found missing
+//     waits for Kafka 5 s at most, and not past the start of a shutdown: such
+//     batches are released at once, and the relay exits within about a second.
+//     The relay logs each missing topic once a minute and lists them in
+//     Status().MissingTopics (and the outboxtop_relay_missing_topic* gauges).
 //   - A broker outage is nobody's event's fault: when a batch fails and the brokers
 //     do not answer a ping, the batch is released with its attempts refunded (and
 //     last_error saying so) and the whole relay backs off until they answer. A
@@ -48,7 +55,8 @@
 //
 // What becomes of each event of a batch is decided by a pure function (plan and
 // decide in outcome.go, tested over every combination): every event with an error
-// of its own ends with it as last_error; only an outage refunds an attempt; an
+// of its own ends with it as last_error; only an outage or a missing topic
+// refunds an attempt; an
 // event is marked only when every earlier event of its aggregate in the batch was
 // acknowledged too.
 //

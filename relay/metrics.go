@@ -27,6 +27,11 @@ type Metrics struct {
 	// 010); HeartbeatSeconds is the time of the last one written.
 	HeartbeatFailures prometheus.Counter
 	HeartbeatSeconds  prometheus.Gauge
+	// MissingTopics counts the Kafka topics that do not exist while events wait
+	// for them; MissingTopicEvents the events waiting (Status().MissingTopics
+	// names the topics: a label would be unbounded).
+	MissingTopics      prometheus.Gauge
+	MissingTopicEvents prometheus.Gauge
 }
 
 // NewMetrics creates the relay's metrics and registers them with reg (when not nil).
@@ -36,7 +41,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Published:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "published_total", Help: "Events acknowledged by Kafka and marked published."}),
 		Failed:        prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "failed_total", Help: "Events failed (dead): out of attempts or an error that cannot succeed."}),
 		Retried:       prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "retried_total", Help: "Events scheduled again after a failed attempt."}),
-		Released:      prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "released_total", Help: "Events released without an attempt (broker outage, queued behind a failed event of their aggregate, shutdown)."}),
+		Released:      prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "released_total", Help: "Events released without an attempt (broker outage, a topic that does not exist, queued behind a failed event of their aggregate, shutdown)."}),
 		LostFences:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lost_fences_total", Help: "Events whose lease was lost before the mark (published again by another relay)."}),
 		LeaseRenewals: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lease_renewals_total", Help: "Lease renewals of slow batches."}),
 		CommitToAck: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "commit_to_ack_seconds",
@@ -59,12 +64,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Heartbeats not written to outbox_relay (database unreachable, no grant, holder name taken by another role); relaying goes on."}),
 		HeartbeatSeconds: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "heartbeat_timestamp_seconds",
 			Help: "Unix time of the last heartbeat written to outbox_relay."}),
+		MissingTopics: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "missing_topics",
+			Help: "Kafka topics that do not exist while events wait for them (found in the last 2 minutes; the relay's log and status name them)."}),
+		MissingTopicEvents: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "missing_topic_events",
+			Help: "Events that found their Kafka topic missing in the last 2 minutes: they wait for it, their attempts not counted."}),
 	}
 	m.BrokerReachable.Set(1)
 	if reg != nil {
 		reg.MustRegister(m.Published, m.Failed, m.Retried, m.Released, m.LostFences, m.LeaseRenewals,
 			m.CommitToAck, m.ClaimSeconds, m.MarkSeconds, m.BatchSize, m.BrokerReachable, m.Paused,
-			m.Blocked, m.Unblocked, m.HeadsLocked, m.HeadsSkipped, m.HeartbeatFailures, m.HeartbeatSeconds)
+			m.Blocked, m.Unblocked, m.HeadsLocked, m.HeadsSkipped, m.HeartbeatFailures, m.HeartbeatSeconds,
+			m.MissingTopics, m.MissingTopicEvents)
 	}
 	return m
 }

@@ -23,7 +23,11 @@ import (
 //   - An event with an error of its own always ends with that error as its
 //     last_error: failed when it can never succeed or is out of attempts,
 //     scheduled with backoff otherwise. Its attempt is refunded only when the
-//     brokers could not be reached at all (an outage is not the event's fault).
+//     brokers could not be reached at all or its topic does not exist (neither
+//     is the event's fault).
+//   - An event whose topic does not exist waits for it: scheduled again with a
+//     backoff that grows with the batches that found the topic missing, capped
+//     at missingTopicBackoffMax, its attempt refunded. It is never failed for it.
 //   - A held-back event is released with its attempt refunded: it was not tried.
 //
 // Without ordering the same rules hold except that nothing waits for anything:
@@ -37,7 +41,7 @@ const (
 	acked                       // Kafka acknowledged it
 	retriable                   // a Kafka error that a later attempt may not see
 	permanent                   // can never succeed: record too large, invalid topic, authorization, malformed row
-	noTopic                     // the topic does not exist
+	noTopic                     // the topic does not exist (or the relay found it missing and Kafka did not answer in time)
 	cancelled                   // not acknowledged within the publish timeout (perhaps written)
 )
 
@@ -51,7 +55,7 @@ func (k resultKind) String() string {
 type result struct {
 	kind      resultKind
 	err       string // what went wrong, for every kind but notSent and acked
-	topic     string // where an acknowledged record went
+	topic     string // where an acknowledged record went; the missing topic (noTopic)
 	partition int32
 	offset    int64
 }
@@ -64,14 +68,17 @@ const (
 	vSchedule                // tried again after a backoff, attempt counted
 	vFail                    // failed (dead) until an operator acts
 	vRelease                 // ready again now, attempt refunded
+	vWait                    // tried again after a delay, attempt refunded: it waits for its topic
 )
 
-func (v verdict) String() string { return [...]string{"mark", "schedule", "fail", "release"}[v] }
+func (v verdict) String() string {
+	return [...]string{"mark", "schedule", "fail", "release", "wait"}[v]
+}
 
 // decision is the verdict on one event and how to settle it.
 type decision struct {
 	verdict verdict
-	delay   time.Duration // vSchedule
+	delay   time.Duration // vSchedule, vWait
 	err     *string       // the new last_error; nil keeps the previous one
 }
 
@@ -84,6 +91,9 @@ type policy struct {
 	// outage: after transient failures the brokers did not answer at all, so the
 	// failures are theirs, not the events'.
 	outage bool
+	// missingStrikes is, per topic found missing, how many batches in a row found
+	// it so (this one included): the backoff of the events waiting for it.
+	missingStrikes map[string]int
 }
 
 // needsProbe reports whether decide's answer depends on policy.outage: the relay
@@ -166,7 +176,7 @@ func decide(events []*event, results []result, p policy) []decision {
 		case permanent:
 			out[i] = failedWith(res.err)
 		case noTopic:
-			out[i] = p.again(e, res.err)
+			out[i] = p.waitForTopic(res)
 		case retriable, cancelled:
 			if p.outage {
 				msg := res.err + " (kafka unreachable: attempt not counted)"
@@ -185,6 +195,15 @@ func (p policy) again(e *event, msg string) decision {
 		return failedWith(msg + " (out of attempts)")
 	}
 	return decision{verdict: vSchedule, delay: backoff(e.attempts, p.backoffBase, p.backoffMax), err: &msg}
+}
+
+// waitForTopic schedules an event whose topic does not exist, attempt refunded.
+// The backoff grows with the topic's strikes, not the event's attempts (which do
+// not grow), and stays short enough that a created topic is used promptly.
+func (p policy) waitForTopic(res result) decision {
+	msg := res.err
+	delay := backoff(max(p.missingStrikes[res.topic], 1), p.backoffBase, min(p.backoffMax, missingTopicBackoffMax))
+	return decision{verdict: vWait, delay: delay, err: &msg}
 }
 
 func failedWith(msg string) decision { return decision{verdict: vFail, err: &msg} }

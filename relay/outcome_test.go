@@ -72,11 +72,17 @@ func checkOutcome(events []*event, results []result, p policy, ds []decision) er
 			if d.verdict == vMark {
 				return fail("event %d (%s) marked", i, res.kind)
 			}
-			// No error is refunded except for a broker that cannot be reached.
+			// No error is refunded except for a broker that cannot be reached and a
+			// topic that does not exist.
 			if d.verdict == vRelease && !(p.outage && (res.kind == retriable || res.kind == cancelled)) {
 				return fail("event %d (%s) refunded without an outage", i, res.kind)
 			}
-			want := map[resultKind]verdict{permanent: vFail, noTopic: vSchedule, retriable: vSchedule, cancelled: vSchedule}[res.kind]
+			if d.verdict == vWait && res.kind != noTopic {
+				return fail("event %d (%s) waits for its topic", i, res.kind)
+			}
+			// A missing topic waits, out of attempts or not, outage or not: it is
+			// never failed for it.
+			want := map[resultKind]verdict{permanent: vFail, noTopic: vWait, retriable: vSchedule, cancelled: vSchedule}[res.kind]
 			if want == vSchedule && e.attempts >= p.maxAttempts {
 				want = vFail
 			}
@@ -86,8 +92,11 @@ func checkOutcome(events []*event, results []result, p policy, ds []decision) er
 			if d.verdict != want {
 				return fail("event %d (%s): %s, want %s", i, res.kind, d.verdict, want)
 			}
-			if d.verdict == vSchedule && d.delay <= 0 {
+			if (d.verdict == vSchedule || d.verdict == vWait) && d.delay <= 0 {
 				return fail("event %d scheduled without a backoff", i)
+			}
+			if d.verdict == vWait && d.delay > missingTopicBackoffMax {
+				return fail("event %d waits %v for its topic, longer than %v", i, d.delay, missingTopicBackoffMax)
 			}
 		}
 	}
@@ -111,7 +120,7 @@ func newResult(k resultKind, i int) result {
 	if k != acked && k != notSent {
 		r.err = fmt.Sprintf("error-%d-%s", i, k)
 	}
-	if k == acked {
+	if k == acked || k == noTopic {
 		r.topic, r.offset = "t", int64(i)
 	}
 	return r
@@ -291,5 +300,33 @@ func TestDecideTopicChangeKeepsEarlierError(t *testing.T) {
 	}
 	if ds[1].verdict != vRelease || ds[1].err != nil {
 		t.Fatalf("small event: %+v", ds[1])
+	}
+}
+
+// A missing topic's events wait with a backoff that grows with the batches that
+// found the topic missing (the events' attempts, refunded, do not grow) and is
+// capped so that a created topic is used within missingTopicBackoffMax, even
+// when --backoff-max is longer. Out of attempts or not, they are never failed.
+func TestDecideMissingTopicWaitsWithACappedBackoff(t *testing.T) {
+	t.Parallel()
+	res := result{kind: noTopic, topic: "outbox.order", err: missingTopicMessage("outbox.order", "UNKNOWN_TOPIC_OR_PARTITION")}
+	for _, c := range []struct {
+		strikes, attempts int
+		lo, hi            time.Duration
+	}{
+		{0, 1, 500 * time.Millisecond, time.Second},
+		{1, 1, 500 * time.Millisecond, time.Second},
+		{3, 1, 2 * time.Second, 4 * time.Second},
+		{5, 10, 8 * time.Second, 16 * time.Second},
+		{50, 10, missingTopicBackoffMax / 2, missingTopicBackoffMax},
+	} {
+		p := policy{ordered: true, maxAttempts: 10, backoffBase: time.Second, backoffMax: 5 * time.Minute,
+			missingStrikes: map[string]int{"outbox.order": c.strikes}}
+		events := batchOf([]byte("a"), []int{c.attempts})
+		d := decide(events, []result{res}, p)[0]
+		if d.verdict != vWait || d.delay < c.lo || d.delay > c.hi || d.err == nil || !strings.HasPrefix(*d.err, MissingTopicError+"outbox.order ") {
+			t.Errorf("strikes %d, attempts %d: %s after %v (%v), want wait for %v..%v with the missing-topic error",
+				c.strikes, c.attempts, d.verdict, d.delay, d.err, c.lo, c.hi)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -16,7 +17,10 @@ type aggregateKey struct{ typ, id string }
 
 // publish produces a claimed batch and settles every event in it: marked
 // published, scheduled again, failed, or released (see outcome.go for the rules).
-func (r *Relay) publish(ctx context.Context, token uuid.UUID, events []*event) {
+// ctx ends past the shutdown timeout; stop when shutdown begins, which ends at
+// once the wait of records for a topic already found missing (they would not be
+// acknowledged soon, and were never sent: they wait again, attempt refunded).
+func (r *Relay) publish(ctx, stop context.Context, token uuid.UUID, events []*event) {
 	start := time.Now()
 	ordered := r.cfg.Ordering == OrderAggregate
 	results := make([]result, len(events))
@@ -45,6 +49,18 @@ func (r *Relay) publish(ctx context.Context, token uuid.UUID, events []*event) {
 	// (gaplessly per partition), so an outage ends a batch instead of stalling it.
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 	defer cancel()
+	// Records to a topic found missing wait for it no longer than missingTopicWait
+	// and not past the start of a shutdown. franz-go ends a topic's metadata wait
+	// when the context of the record that began it ends, failing every record
+	// buffered for it: so each such record carries the bound.
+	wctx, wcancel := context.WithTimeout(stop, r.missingWait)
+	defer wcancel()
+	waited := make([]bool, len(events))
+	for i, s := range steps {
+		if s == stepSend && r.missing.known(topics[i]) {
+			recs[i].Context, waited[i] = wctx, true
+		}
+	}
 	var wg sync.WaitGroup
 	// franz-go fails a partition's buffered records together, but a record handed
 	// over after such a failure starts afresh and can be written ahead of the
@@ -71,7 +87,7 @@ func (r *Relay) publish(ctx context.Context, token uuid.UUID, events []*event) {
 		produced++
 		wg.Add(1)
 		r.kafka.Produce(pctx, recs[i], func(rec *kgo.Record, err error) {
-			results[i] = r.kafkaResult(rec, err)
+			results[i] = r.kafkaResult(rec, err, waited[i])
 			if err != nil {
 				mu.Lock()
 				failedAggs[k] = true
@@ -93,6 +109,7 @@ func (r *Relay) publish(ctx context.Context, token uuid.UUID, events []*event) {
 	}
 
 	p := policy{ordered: ordered, maxAttempts: r.cfg.MaxAttempts, backoffBase: r.cfg.BackoffBase, backoffMax: r.cfg.BackoffMax}
+	p.missingStrikes = r.noteTopics(events, results)
 	if needsProbe(results) {
 		p.outage = r.brokersDown(ctx)
 	}
@@ -109,6 +126,8 @@ func (r *Relay) publish(ctx context.Context, token uuid.UUID, events []*event) {
 			settles = append(settles, settlement{id: e.id, delay: d.delay, err: d.err})
 		case vFail:
 			settles = append(settles, settlement{id: e.id, dead: true, err: d.err})
+		case vWait:
+			settles = append(settles, settlement{id: e.id, delay: d.delay, refund: true, err: d.err})
 		case vRelease:
 			settles = append(settles, settlement{id: e.id, refund: true, err: d.err})
 			if results[i].kind == acked {
@@ -150,8 +169,9 @@ func (r *Relay) publish(ctx context.Context, token uuid.UUID, events []*event) {
 	r.stats.lastPublish.Store(int64(time.Since(start)))
 }
 
-// kafkaResult classifies franz-go's answer for one record.
-func (r *Relay) kafkaResult(rec *kgo.Record, err error) result {
+// kafkaResult classifies franz-go's answer for one record. waited says the
+// record went to a topic found missing, with missingTopicWait as its bound.
+func (r *Relay) kafkaResult(rec *kgo.Record, err error, waited bool) result {
 	if err == nil {
 		return result{kind: acked, topic: rec.Topic, partition: rec.Partition, offset: rec.Offset}
 	}
@@ -159,12 +179,56 @@ func (r *Relay) kafkaResult(rec *kgo.Record, err error) result {
 	case classPermanent:
 		return result{kind: permanent, err: "kafka: " + err.Error()}
 	case classNoTopic:
-		return result{kind: noTopic, err: "topic " + rec.Topic + " does not exist: create it, or run with --kafka-auto-create-topics where the brokers allow it (" + err.Error() + ")"}
+		return result{kind: noTopic, topic: rec.Topic, err: missingTopicMessage(rec.Topic, err.Error())}
+	}
+	if (waited || r.missing.known(rec.Topic)) && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		// A bound ended the wait (or a shutdown did): the topic was missing at the
+		// last answer and Kafka has not said otherwise since. A record produced
+		// before the topic was found missing can share the wait of one produced
+		// after (franz-go keeps one per topic), and ends with it.
+		return result{kind: noTopic, topic: rec.Topic, err: missingTopicMessage(rec.Topic,
+			"still unknown to Kafka "+r.missingWait.String()+" after asking again ("+err.Error()+")")}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrRecordTimeout) {
 		return result{kind: cancelled, err: "kafka: not acknowledged in time: " + err.Error()}
 	}
 	return result{kind: retriable, err: "kafka: " + err.Error()}
+}
+
+// noteTopics records the topics this batch found missing and the ones Kafka
+// took records for, logs a missing one once per missingTopicWarnEvery, and
+// returns each missing topic's strikes for the backoff.
+func (r *Relay) noteTopics(events []*event, results []result) map[string]int {
+	var missing map[string][]uuid.UUID
+	now := time.Now()
+	lastAcked := ""
+	for i, res := range results {
+		switch res.kind {
+		case noTopic:
+			if missing == nil {
+				missing = map[string][]uuid.UUID{}
+			}
+			missing[res.topic] = append(missing[res.topic], events[i].id)
+		case acked:
+			if res.topic != lastAcked {
+				lastAcked = res.topic // batches mostly go to one topic: a lookup per change
+				r.missing.published(res.topic, now)
+			}
+		}
+	}
+	if missing == nil {
+		return nil
+	}
+	strikes := make(map[string]int, len(missing))
+	for topic, ids := range missing {
+		n, waiting, warn := r.missing.saw(topic, ids, now)
+		strikes[topic] = n
+		if warn {
+			r.log.Warn(fmt.Sprintf("relay: topic %q does not exist: %d events waiting for it (create it, or run with --kafka-auto-create-topics where the brokers allow it; their attempts are not counted)", topic, waiting),
+				"topic", topic, "events", waiting)
+		}
+	}
+	return strikes
 }
 
 func (r *Relay) lostFences(n int) {

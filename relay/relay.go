@@ -39,7 +39,11 @@ type Relay struct {
 	stats     stats
 	lastError atomic.Pointer[timedError]
 	heads     headWatch
-	waiters   sync.Map // lease token → aggregates of the batch with blocked rows (map[aggregateKey]bool)
+	missing   *missingTopics
+	// missingWait bounds the wait of a record to a topic found missing
+	// (missingTopicWait; tests shorten it).
+	missingWait time.Duration
+	waiters     sync.Map // lease token → aggregates of the batch with blocked rows (map[aggregateKey]bool)
 
 	beatStarted   atomic.Bool         // a heartbeat was written: started_at is set
 	beatWarned    atomic.Int64        // when a failing heartbeat was last logged (unix ns)
@@ -77,7 +81,9 @@ func New(pool *pgxpool.Pool, client *kgo.Client, cfg Config) (*Relay, error) {
 		resume:   make(chan struct{}),
 		brokerUp: make(chan struct{}, 1),
 		leases:   map[uuid.UUID]*batch{},
+		missing:  newMissingTopics(m),
 	}
+	r.missingWait = min(missingTopicWait, cfg.PublishTimeout)
 	r.brokerOK.Store(true)
 	return r, nil
 }
@@ -181,7 +187,7 @@ func (r *Relay) loop(ctx, bg context.Context) error {
 		batches.Add(1)
 		go func() {
 			defer batches.Done()
-			r.publish(bctx, token, events)
+			r.publish(bctx, ctx, token, events)
 			r.untrack(token)
 			r.stats.batches.Add(1)
 			<-slots
@@ -287,6 +293,7 @@ func (r *Relay) watchBrokers(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		r.missing.refresh(time.Now())
 		pctx, cancel := context.WithTimeout(ctx, brokerProbeTimeout)
 		err := r.kafka.Ping(pctx)
 		cancel()

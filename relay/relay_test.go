@@ -2,9 +2,13 @@ package relay
 
 import (
 	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/wire"
@@ -199,29 +203,103 @@ func TestPoisonEventsFailAtOnceAndOthersFlow(t *testing.T) {
 	}
 }
 
-// A missing topic is the events' trouble, not an outage: each attempt is counted
-// and recorded, with a backoff, and after --max-attempts the events fail (only an
-// unreachable broker refunds attempts).
-func TestMissingTopicBacksOffThenFails(t *testing.T) {
+// A missing topic is an operator's problem, not the events': they wait for it,
+// scheduled again with the missing-topic error and their attempts refunded, and
+// are never failed, however many times they find it missing. The relay says so
+// once a minute per topic in its log, in Status and in /metrics. Once the topic
+// exists they go out, and the published rows keep no stale error.
+func TestMissingTopicWaitsWithoutCountingAttempts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	if b.kafka.Fake == nil {
 		t.Skip("the real broker auto-creates topics; the missing-topic case runs against kfake")
 	}
 	cfg := b.config()
-	cfg.TopicTemplate = "nowhere.{aggregate_type}"
+	cfg.TopicTemplate = b.kafka.Prefix + "missing.{aggregate_type}"
 	cfg.MaxAttempts = 2
+	logs := &capture{}
+	cfg.Logger = slog.New(logs)
 	b.insertSeed(t, 3, 3, "o-")
 	// kfake in testenv auto-creates topics; a client without AllowAutoTopicCreation
 	// does not ask for it, so the topic stays missing.
 	r := b.relay(t, cfg)
+	r.missingWait = time.Second
 	start(t, r)
-	testenv.WaitFor(t, 30*time.Second, "missing-topic events failed after their attempts", func() bool {
-		return b.count(t, "failed_at IS NOT NULL AND attempts = 2 AND last_error LIKE '%does not exist%(out of attempts)'") == 3
+	topic := b.kafka.Prefix + "missing.order"
+	// More tries than --max-attempts: one batch, then every later one.
+	testenv.WaitFor(t, 60*time.Second, "several batches to the missing topic", func() bool {
+		return r.stats.released.Load() >= 3*uint64(cfg.MaxAttempts+2)
 	})
-	if got := b.count(t, "published_at IS NOT NULL"); got != 0 {
-		t.Fatalf("%d events published to a missing topic", got)
+	if got := b.count(t, "failed_at IS NOT NULL OR published_at IS NOT NULL"); got != 0 {
+		var rows []string
+		rs, _ := b.pool.Query(context.Background(), "SELECT concat_ws(' ', attempts, failed_at, published_at, kafka_topic, last_error) FROM outbox_event")
+		for rs.Next() {
+			var x string
+			_ = rs.Scan(&x)
+			rows = append(rows, x)
+		}
+		t.Fatalf("%d events failed or published for a missing topic: %q", got, rows)
 	}
+	testenv.WaitFor(t, 10*time.Second, "the events waiting, uncharged, with the missing-topic error", func() bool {
+		return b.count(t, "failed_at IS NULL AND (attempts = 0 AND lease_until IS NULL OR attempts = 1 AND lease_until > now())"+
+			" AND starts_with(last_error, '"+MissingTopicError+topic+" ')") == 3
+	})
+	mt := r.Status().MissingTopics
+	if len(mt) != 1 || mt[0].Topic != topic || mt[0].Events != 3 || mt[0].LastSeen.Before(mt[0].FirstSeen) {
+		t.Fatalf("Status().MissingTopics = %+v, want %s with 3 events", mt, topic)
+	}
+	if got := testutil.ToFloat64(r.m.MissingTopicEvents); got != 3 {
+		t.Fatalf("missing_topic_events %v, want 3", got)
+	}
+	if got := testutil.ToFloat64(r.m.MissingTopics); got != 1 {
+		t.Fatalf("missing_topics %v, want 1", got)
+	}
+	if warns := logs.matching(slog.LevelWarn, `topic "`+topic+`" does not exist: `); len(warns) != 1 {
+		t.Fatalf("%d warnings for the missing topic, want one a minute: %q", len(warns), warns)
+	}
+
+	b.kafka.CreateTopics(t, 3, "missing.order")
+	testenv.WaitFor(t, 60*time.Second, "published once the topic exists", func() bool {
+		return b.count(t, "published_at IS NOT NULL") == 3
+	})
+	if got := b.count(t, "published_at IS NOT NULL AND last_error IS NULL AND attempts = 1"); got != 3 {
+		t.Fatalf("%d of 3 published rows without a stale last_error and with one attempt", got)
+	}
+	if mt := r.Status().MissingTopics; len(mt) != 0 {
+		t.Fatalf("Status().MissingTopics = %+v once the topic exists", mt)
+	}
+	if got := testutil.ToFloat64(r.m.MissingTopicEvents); got != 0 {
+		t.Fatalf("missing_topic_events %v once the topic exists", got)
+	}
+}
+
+// capture is a slog handler that keeps what is logged.
+type capture struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (c *capture) Enabled(context.Context, slog.Level) bool { return true }
+func (c *capture) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	c.recs = append(c.recs, r)
+	c.mu.Unlock()
+	return nil
+}
+func (c *capture) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *capture) WithGroup(string) slog.Handler      { return c }
+
+// matching is the messages logged at level that contain s.
+func (c *capture) matching(level slog.Level, s string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, r := range c.recs {
+		if r.Level == level && strings.Contains(r.Message, s) {
+			out = append(out, r.Message)
+		}
+	}
+	return out
 }
 
 // A drain must not stop while events are only briefly held back: here the first

@@ -26,8 +26,13 @@ type Status struct {
 	// HeadsLocked counts aggregates whose head event another session has held
 	// locked for longer than the lock timeout: they wait until it lets go.
 	HeadsLocked int
-	LastError   string
-	LastErrorAt time.Time
+	// MissingTopics are the Kafka topics that do not exist while events wait for
+	// them (found missing in the last two minutes), the latest first, at most
+	// MaxMissingTopics: the events wait, their attempts not counted, until an
+	// operator creates the topic.
+	MissingTopics []MissingTopic
+	LastError     string
+	LastErrorAt   time.Time
 }
 
 // Status returns the relay's current status.
@@ -45,6 +50,7 @@ func (r *Relay) Status() Status {
 	s.LastPublish = time.Duration(r.stats.lastPublish.Load())
 	s.LastBatch = int(r.stats.lastBatch.Load())
 	s.HeadsLocked = r.heads.count()
+	s.MissingTopics = r.missing.list(time.Now())
 	if e := r.lastError.Load(); e != nil {
 		s.LastError, s.LastErrorAt = e.msg, e.at
 	}

@@ -3,12 +3,15 @@
 -- claim took is not touched). A row an operator parked while it was in flight
 -- stays parked (Kafka has it; a retry publishes it again): only its lease
 -- ends. RETURNING tells the two apart: one row per event touched, true when it
--- stayed parked.
+-- stayed parked. A published row's last_error is cleared: it was the error of
+-- an earlier attempt, and readers (trace, the console) show it as the event's
+-- current trouble; attempts still tells that it took more than one.
 --
 -- @token the batch's lease token; @ids, @topics, @partitions, @offsets the
 -- acknowledged events and where Kafka put them (arrays of equal length).
 UPDATE {{.schema}}.outbox_event AS e
 SET published_at = CASE WHEN e.failed_at IS NULL THEN now() END, lease_until = NULL,
+    last_error = CASE WHEN e.failed_at IS NULL THEN NULL ELSE e.last_error END,
     kafka_topic = CASE WHEN e.failed_at IS NULL THEN m.topic ELSE e.kafka_topic END,
     kafka_partition = CASE WHEN e.failed_at IS NULL THEN m.part ELSE e.kafka_partition END,
     kafka_offset = CASE WHEN e.failed_at IS NULL THEN m.off ELSE e.kafka_offset END
