@@ -59,6 +59,8 @@ type Inspector struct {
 	// schema-qualified, quoted table names: the only non-constant SQL fragments,
 	// built from a validated identifier, never from user text.
 	outbox, archive, consumed, audit, relays string
+	// caps bounds what a Snapshot reads (nil: defaultCaps); tests set smaller ones.
+	caps *snapCaps
 }
 
 // Option configures an Inspector.

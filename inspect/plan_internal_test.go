@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -153,7 +154,7 @@ func TestTimelineAndAuditQueriesUseIndexes(t *testing.T) {
 // leased by two relays) the snapshot finds the leases per relay without reading
 // the unpublished rows: lease columns are deliberately unindexed (the claim's
 // UPDATE stays HOT), so leases are counted in the pass the snapshot makes
-// anyway, which reads at most passCap+1 rows through outbox_claim_seq_idx; the
+// anyway, which reads at most caps.scan+1 rows through outbox_claim_seq_idx; the
 // heartbeats come from outbox_relay alone.
 func TestRelaysSnapshotCost(t *testing.T) {
 	t.Parallel()
@@ -182,11 +183,11 @@ func TestRelaysSnapshotCost(t *testing.T) {
 	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off; SET LOCAL jit = off"); err != nil { // as Snapshot does
 		t.Fatal(err)
 	}
-	plan := explain(t, tx, "(ANALYZE, TIMING OFF) "+in.passSQL(), passCap+1)
+	plan := explain(t, tx, "(ANALYZE, TIMING OFF) "+in.passSQL(), defaultCaps.scan+1, defaultCaps.probe+1)
 	checkPlan(t, "the snapshot's pass", plan, []string{"outbox_event"}, []string{"outbox_claim_seq_idx"})
 	for _, line := range strings.Split(plan, "\n") {
-		if strings.Contains(line, "outbox_claim_seq_idx") && !strings.Contains(line, "rows=5001 ") {
-			t.Errorf("the pass read more than passCap+1 rows:\n%s", plan)
+		if strings.Contains(line, "outbox_claim_seq_idx") && !strings.Contains(line, fmt.Sprintf("rows=%d ", defaultCaps.scan+1)) {
+			t.Errorf("the pass read more than caps.scan+1 rows:\n%s", plan)
 		}
 	}
 	plan = explain(t, tx, in.relaysSQL())

@@ -10,8 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outboxtop/outboxtop/internal/pgplan"
-	"github.com/outboxtop/outboxtop/internal/sqltemplate"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -26,7 +24,7 @@ type Snapshot struct {
 	Counts Counts `json:"counts"`
 	// ExpiredLeases: leased once, lease_until passed without a mark; counted in
 	// Ready/Scheduled (they are claimable), shown because they mean a relay died or
-	// stalled.
+	// stalled. Its bound is Counts.Bounds.ExpiredLeases.
 	ExpiredLeases int64 `json:"expired_leases"`
 	// OldestPendingAge is now() − the oldest pending event's created_at (0 when none).
 	OldestPendingAge Age `json:"oldest_pending_age_seconds"`
@@ -36,13 +34,15 @@ type Snapshot struct {
 	OldestReadyAge Age `json:"oldest_ready_age_seconds"`
 	// OldestPublishableAge is how long the longest-waiting ready event that does not
 	// wait behind a blocker has been claimable: the relay's lag, which a poison event
-	// does not inflate (0 when none). OldestPublishableApprox: the rows read held no
-	// such event; more lie past them, so the true age is unknown (at least this one).
+	// does not inflate (0 when none). OldestPublishableApprox: not every ready row
+	// was read or placed (Counts.Bounds.Publishable is not exact), so the true age
+	// is at least this one.
 	OldestPublishableAge    Age  `json:"oldest_publishable_age_seconds"`
 	OldestPublishableApprox bool `json:"oldest_publishable_approx,omitempty"`
-	// Partial: the table was too big to read every unpublished row; the counts marked
-	// in Counts.Approx are estimates, ByEventType and Attempts cover the rows read,
-	// and the failed groups the newest FailedGroupsOf failures.
+	// Partial: the table was too big to read every unpublished row one by one;
+	// ByEventType and Attempts cover the rows read, and the failed groups the
+	// newest FailedGroupsOf failures. The counts say for themselves whether they
+	// are exact (Counts.Bounds, Blocked.Bound).
 	Partial        bool  `json:"partial,omitempty"`
 	FailedGroupsOf int64 `json:"failed_groups_of,omitempty"`
 	// NextScheduledAt is the earliest available_at of scheduled events (nil: none).
@@ -78,25 +78,35 @@ type Snapshot struct {
 const TopN = 10
 
 // Counts are the events per state. Pending = Ready + Scheduled. On a big table
-// some are estimates: Approx says which (Published and Archived carry their own).
+// counting stops at a cap: Bounds says which counts are then lower (or upper)
+// bounds instead of exact, and Approx says the same as booleans (true: not
+// exact). Published and Archived carry their own mark (Count.Estimate).
+//
+// Always Waiting ≤ Ready and Waiting + Publishable ≤ Ready; Publishable =
+// Ready − Waiting whenever Ready is exact (then Publishable is an upper bound
+// when Waiting is a lower bound). With Ready a lower bound, Waiting and
+// Publishable are each the rows found so, lower bounds.
 type Counts struct {
 	Ready int64 `json:"ready"`
 	// Waiting are the ready events behind a failed or scheduled head of their
-	// aggregate (wire.WaitingSQL): the ordered claim leaves them until it goes. Ready − Waiting
-	// is what the relay can publish now.
-	Waiting   int64 `json:"waiting"`
-	Scheduled int64 `json:"scheduled"`
-	Pending   int64 `json:"pending"`
-	Leased    int64 `json:"leased"`
-	Failed    int64 `json:"failed"`
-	Published Count `json:"published"`
-	Archived  Count `json:"archived"`
+	// aggregate (wire.WaitingSQL): the ordered claim leaves them until it goes.
+	Waiting int64 `json:"waiting"`
+	// Publishable are the ready events that do not wait: what the relay can
+	// publish now.
+	Publishable int64 `json:"publishable"`
+	Scheduled   int64 `json:"scheduled"`
+	Pending     int64 `json:"pending"`
+	Leased      int64 `json:"leased"`
+	Failed      int64 `json:"failed"`
+	Published   Count `json:"published"`
+	Archived    Count `json:"archived"`
 	// Skipped are archived events that were never published (skip).
 	Skipped int64  `json:"skipped"`
 	Approx  Approx `json:"approx"`
+	Bounds  Bounds `json:"bounds"`
 }
 
-// Approx marks the counts of a Counts that are estimates.
+// Approx marks the counts of a Counts that are not exact (Bounds says how).
 type Approx struct {
 	Ready     bool `json:"ready,omitempty"`
 	Waiting   bool `json:"waiting,omitempty"`
@@ -155,11 +165,17 @@ type TypeCounts struct {
 // Blocked are aggregates whose oldest unpublished event is failed or scheduled, so
 // their later events wait behind it.
 type Blocked struct {
-	// Count is the number of blocked aggregates; Aggregates lists the BlockedLimit
-	// longest-blocked ones (oldest blocking event first).
+	// Count is the number of blocked aggregates, exact or a lower bound (Bound).
 	Count int64 `json:"count"`
-	// Estimate: past blockedCap blocking events of a kind, Count is estimated.
-	Estimate   bool               `json:"estimate,omitempty"`
+	// Bound: LowerBound when there were more events than a snapshot reads to
+	// find every blocker; Count is then the blocked aggregates found.
+	Bound Bound `json:"bound,omitempty"`
+	// Estimate: Count is not exact (Bound says how), for readers older than Bound.
+	Estimate bool `json:"estimate,omitempty"`
+	// Aggregates lists at most BlockedLimit, those doing the most harm first: the
+	// most events waiting behind the blocker, then the oldest blocker (seq).
+	// Chosen among the blocked aggregates found, ranked by the waiting rows the
+	// snapshot read: the ranking is exact when Counts.Waiting is.
 	Aggregates []BlockedAggregate `json:"aggregates"`
 }
 
@@ -170,9 +186,14 @@ const BlockedLimit = 20
 type BlockedAggregate struct {
 	AggregateType string `json:"aggregate_type"`
 	AggregateID   string `json:"aggregate_id"`
-	// Waiting is the number of the aggregate's unpublished events behind Blocker.
+	// Waiting is the number of the aggregate's ready events behind Blocker: the
+	// healthy events it holds back (exact).
 	Waiting int64 `json:"waiting"`
-	Blocker Event `json:"blocker"`
+	// FailedBehind is the number of its failed events behind Blocker, and Behind
+	// of all its unpublished events behind it (ready, scheduled, leased, failed).
+	FailedBehind int64 `json:"failed_behind"`
+	Behind       int64 `json:"behind"`
+	Blocker      Event `json:"blocker"`
 }
 
 // Consumer is one consumer's inbox (consumed_event rows under its name).
@@ -246,13 +267,14 @@ func (i *Inspector) Snapshot(ctx context.Context) (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("snapshot: %w", err)
 	}
 	s := Snapshot{Schema: i.schema}
+	var u unpublished
 	for _, step := range []struct {
 		what string
 		fn   func(context.Context, pgx.Tx, *Snapshot) error
 	}{
-		{"unpublished counts", i.snapUnpublished},
+		{"unpublished counts", func(ctx context.Context, tx pgx.Tx, s *Snapshot) error { return i.snapUnpublished(ctx, tx, s, &u) }},
 		{"published counts", i.snapPublished},
-		{"blocked aggregates", i.snapBlocked},
+		{"blocked aggregates", func(ctx context.Context, tx pgx.Tx, s *Snapshot) error { return i.snapBlocked(ctx, tx, s, &u) }},
 		{"inbox", i.snapInbox},
 		{"table health", i.snapHealth},
 		{"relays", i.snapRelays},
@@ -265,27 +287,6 @@ func (i *Inspector) Snapshot(ctx context.Context) (Snapshot, error) {
 	return s, nil
 }
 
-// Bounds on the rows a Snapshot reads one by one (see the package doc's "Cost on a
-// big table"). Below them every count is exact; past them the counts are estimates,
-// marked in Counts.Approx, and the breakdowns cover the rows read (Partial).
-const (
-	// passCap: unpublished, not failed rows read in seq order (the relay's order).
-	passCap = 5_000
-	// failedCap: failed rows read, newest failure first; also the cap on counting
-	// scheduled rows past the pass.
-	failedCap = 1_000
-	// readySample: ready rows read to estimate how many wait behind a blocker when
-	// the pass did not reach them, found among the newest sampleReach rows that
-	// are not failed (the newest rows of a storm can all be retries: stepping over
-	// 150,000 of them took 51 ms a snapshot).
-	readySample = 500
-	sampleReach = 5_000
-)
-
-// waitingSQL is true for a row (alias h) whose aggregate's head before it is
-// failed or scheduled: the ordered claim will not take it yet (wire.WaitingSQL).
-func (i *Inspector) waitingSQL(h string) string { return wire.WaitingSQL(i.outbox, h) }
-
 func attemptsBucketSQL() string {
 	bucket := "CASE"
 	for k, b := range attemptBuckets {
@@ -296,212 +297,6 @@ func attemptsBucketSQL() string {
 		}
 	}
 	return bucket
-}
-
-// snapUnpublished reads the unpublished rows that are not failed in the relay's
-// order (outbox_claim_seq_idx), at most passCap of them, computing each row's state,
-// attempts bucket and whether it waits behind a blocker; failed rows are read by
-// snapFailed. With more rows than the pass reads, the counts past it are estimated.
-func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
-	rows, err := tx.Query(ctx, i.passSQL(), passCap+1)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	s.Attempts = append([]AttemptsBucket(nil), attemptBuckets...)
-	byType := map[string]*TypeCounts{}
-	var read, readySeen, lastSeq int64
-	publishableAge := -1.0
-	for rows.Next() {
-		var eventType, state string
-		var bucket int
-		var n, expired, waiting int64
-		var createdAge, readyAge float64
-		var pubAge *float64
-		var minAvailable time.Time
-		var maxSeq int64
-		var holder *string
-		if err := rows.Scan(&s.TakenAt, &eventType, &state, &bucket, &n, &expired, &createdAge, &readyAge, &minAvailable, &waiting, &pubAge, &maxSeq, &holder); err != nil {
-			return err
-		}
-		if holder != nil {
-			if s.leasesBy == nil {
-				s.leasesBy = map[string]int64{}
-			}
-			s.leasesBy[*holder] += n
-		}
-		read += n
-		lastSeq = max(lastSeq, maxSeq)
-		t := byType[eventType]
-		if t == nil {
-			t = &TypeCounts{EventType: eventType}
-			byType[eventType] = t
-		}
-		s.Attempts[bucket].Count += n
-		s.ExpiredLeases += expired
-		switch wire.State(state) {
-		case wire.Ready:
-			t.Ready += n
-			readySeen += n
-			s.Counts.Waiting += waiting
-			s.OldestReadyAge = max(s.OldestReadyAge, seconds(readyAge))
-			if pubAge != nil {
-				publishableAge = max(publishableAge, *pubAge)
-			}
-		case wire.Scheduled:
-			t.Scheduled += n
-			if s.NextScheduledAt == nil || minAvailable.Before(*s.NextScheduledAt) {
-				s.NextScheduledAt = &minAvailable
-			}
-		case wire.Leased:
-			t.Leased += n
-		}
-		if state == string(wire.Ready) || state == string(wire.Scheduled) {
-			t.OldestPendingAge = max(t.OldestPendingAge, seconds(createdAge))
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if publishableAge >= 0 {
-		s.OldestPublishableAge = seconds(publishableAge)
-	}
-	if err := i.snapFailed(ctx, tx, s, byType); err != nil {
-		return fmt.Errorf("failed events: %w", err)
-	}
-	s.ByEventType = make([]TypeCounts, 0, len(byType))
-	for _, t := range byType {
-		s.ByEventType = append(s.ByEventType, *t)
-		s.Counts.Ready += t.Ready
-		s.Counts.Scheduled += t.Scheduled
-		s.Counts.Leased += t.Leased
-		s.OldestPendingAge = max(s.OldestPendingAge, t.OldestPendingAge)
-	}
-	slices.SortFunc(s.ByEventType, func(a, b TypeCounts) int {
-		na, nb := a.Ready+a.Scheduled+a.Leased+a.Failed, b.Ready+b.Scheduled+b.Leased+b.Failed
-		if na != nb {
-			return cmp.Compare(nb, na)
-		}
-		return strings.Compare(a.EventType, b.EventType)
-	})
-	if read > passCap {
-		s.Partial = true
-		if err := i.estimatePastPass(ctx, tx, s, readySeen, lastSeq, publishableAge >= 0); err != nil {
-			return fmt.Errorf("estimating: %w", err)
-		}
-	}
-	s.Counts.Pending = s.Counts.Ready + s.Counts.Scheduled
-	s.Counts.Approx.Pending = s.Counts.Approx.Ready || s.Counts.Approx.Scheduled
-	if s.TakenAt.IsZero() {
-		return tx.QueryRow(ctx, "SELECT now()").Scan(&s.TakenAt)
-	}
-	return nil
-}
-
-// passSQL reads at most $1 unpublished, not failed rows in seq order
-// (outbox_claim_seq_idx) and groups them by event type, state, attempts bucket
-// and, for leased rows, the relay holding them (lease_holder, ” when unnamed).
-func (i *Inspector) passSQL() string {
-	return `SELECT now(), event_type, state, bucket, count(*), count(*) FILTER (WHERE expired),
-			coalesce(extract(epoch from now() - min(created_at)), 0)::float8,
-			coalesce(extract(epoch from now() - min(greatest(created_at, available_at))), 0)::float8,
-			min(available_at),
-			count(*) FILTER (WHERE waiting),
-			extract(epoch from now() - min(greatest(created_at, available_at)) FILTER (WHERE NOT waiting))::float8,
-			max(seq), holder
-		FROM (SELECT h.*, h.state = 'ready' AND ` + i.waitingSQL("h") + ` AS waiting,
-				CASE WHEN h.state = 'leased' THEN coalesce(h.lease_holder, '') END AS holder
-			FROM (SELECT seq, event_type, aggregate_type, aggregate_id, created_at, available_at, lease_holder,
-					` + stateCase + ` AS state, ` + attemptsBucketSQL() + ` AS bucket,
-					lease_token IS NOT NULL AND lease_until <= now() AS expired
-				FROM ` + i.outbox + ` WHERE published_at IS NULL AND failed_at IS NULL
-				ORDER BY seq LIMIT $1) h
-			-- OFFSET 0 keeps the subquery from being flattened, so the state is
-			-- computed once per row and the few groups are hashed.
-			OFFSET 0) u
-		GROUP BY event_type, state, bucket, holder`
-}
-
-// estimatePastPass completes the counts when the pass stopped at passCap rows:
-// scheduled is counted (capped) on its own index range, the total from the
-// planner's statistics, ready is the rest, and the share of ready events that wait
-// behind a blocker comes from the ready rows read. Every estimate is at least the
-// exact number of rows seen, and marked.
-func (i *Inspector) estimatePastPass(ctx context.Context, tx pgx.Tx, s *Snapshot, readySeen, lastSeq int64, sawPublishable bool) error {
-	c := &s.Counts
-	// The planner multiplies the selectivities of failed_at IS NULL and the other
-	// conditions as if independent, which they are not (a scheduled row is never
-	// failed): the entries of the partial index on exactly these rows, as of the
-	// last vacuum or analyze, are nearer the truth.
-	total, err := i.indexRows(ctx, tx, "outbox_claim_seq_idx", "SELECT 1 FROM "+i.outbox+" WHERE published_at IS NULL AND failed_at IS NULL")
-	if err != nil {
-		return err
-	}
-	total = max(total, passCap+1)
-	var n int64
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+i.outbox+` WHERE `+wire.ScheduledSQL+`
-		ORDER BY available_at LIMIT $1) s`, failedCap+1).Scan(&n); err != nil {
-		return err
-	}
-	if n > failedCap {
-		// Failed rows rarely have a future available_at: leave the condition out.
-		n, err = pgplan.Rows(ctx, tx, "SELECT 1 FROM "+i.outbox+" WHERE published_at IS NULL AND available_at > now()")
-		if err != nil {
-			return err
-		}
-		n = max(n, failedCap+1)
-		c.Approx.Scheduled = true
-	}
-	c.Scheduled = max(c.Scheduled, n)
-	// Leased rows are claimed in seq order, so the pass's head holds them unless
-	// blockers or retries fill it; past it they are not counted.
-	c.Approx.Leased = true
-	ready := max(total-c.Scheduled-c.Leased, c.Ready)
-	if ready > c.Ready {
-		c.Approx.Ready = true
-	}
-	// The ready rows past the pass: the share of them that waits comes from the
-	// newest ready rows (by seq, read backwards from the end of the relay's order;
-	// the pass's, at its head, are the least likely to wait). The pass's own count
-	// is exact and kept.
-	if c.Approx.Ready || !sawPublishable {
-		var seen, waiting int64
-		var pubAge *float64
-		err := tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE waiting),
-				extract(epoch from now() - min(greatest(created_at, available_at)) FILTER (WHERE NOT waiting))::float8
-			FROM (SELECT h.created_at, h.available_at, `+i.waitingSQL("h")+` AS waiting
-				FROM (SELECT * FROM `+i.outbox+` WHERE published_at IS NULL AND failed_at IS NULL AND seq > $2
-					ORDER BY seq DESC LIMIT $3) h
-				WHERE `+wire.ReadySQL+`
-				ORDER BY seq DESC LIMIT $1 OFFSET 0) r`, readySample, lastSeq, sampleReach).Scan(&seen, &waiting, &pubAge)
-		if err != nil {
-			return err
-		}
-		if !sawPublishable && pubAge == nil {
-			// No publishable row among those read: the claim's own index finds the
-			// oldest (wire.OldestPublishableSQL, a claim's first row).
-			var age float64
-			if err := tx.QueryRow(ctx, wire.OldestPublishableSQL(i.outbox)).Scan(&age); err != nil {
-				return err
-			}
-			if age > 0 {
-				pubAge = &age
-			}
-		}
-		if !sawPublishable && pubAge != nil {
-			s.OldestPublishableAge = seconds(*pubAge)
-		}
-		if c.Approx.Ready && seen > 0 {
-			c.Waiting += int64(float64(ready-readySeen)*float64(waiting)/float64(seen) + 0.5)
-			c.Approx.Waiting = true
-		}
-	}
-	c.Ready = ready
-	// Found only among the newest ready rows (or not at all), the oldest
-	// publishable event may be older: its age is a lower bound. Found in the pass,
-	// it is the oldest: rows past the pass were added later.
-	s.OldestPublishableApprox = !sawPublishable
-	return nil
 }
 
 func seconds(f float64) Age { return Age(time.Duration(f * float64(time.Second))) }
@@ -578,81 +373,6 @@ func extrapolate(n int64, span float64, inWindow int64, w float64, history *floa
 	return Count{Value: max(int64(float64(n)/span*covered), n), Estimate: true}
 }
 
-// indexRows is the number of entries of a partial index as of the last vacuum or
-// analyze (pg_class.reltuples), else the planner's estimate of query.
-func (i *Inspector) indexRows(ctx context.Context, tx pgx.Tx, index, query string) (int64, error) {
-	var n *float64
-	err := tx.QueryRow(ctx, `SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass($1) AND reltuples >= 0`,
-		sqltemplate.Name(i.schema, index)).Scan(&n)
-	if err != nil && err != pgx.ErrNoRows {
-		return 0, err
-	}
-	if n != nil {
-		return int64(*n), nil
-	}
-	return pgplan.Rows(ctx, tx, query)
-}
-
-// snapFailed counts the failed events and groups them by type, error and attempts:
-// all of them up to failedCap, else the newest failedCap failures (outbox_failed_idx
-// backwards) and the total from the statistics, marked.
-func (i *Inspector) snapFailed(ctx context.Context, tx pgx.Tx, s *Snapshot, byType map[string]*TypeCounts) error {
-	newest := `(SELECT event_type, attempts, last_error FROM ` + i.outbox + ` WHERE ` + wire.FailedSQL + `
-		ORDER BY failed_at DESC, seq DESC LIMIT ` + fmt.Sprint(failedCap+1) + `) f`
-	// One read of the rows, grouped finely; the groups are summed three ways here.
-	rows, err := tx.Query(ctx, `SELECT event_type, `+attemptsBucketSQL()+`, left(coalesce(last_error, ''), 200), count(*)
-		FROM `+newest+` GROUP BY 1, 2, 3`)
-	if err != nil {
-		return err
-	}
-	var read int64
-	byError := map[string]int64{}
-	for rows.Next() {
-		var eventType, lastError string
-		var bucket int
-		var n int64
-		if err := rows.Scan(&eventType, &bucket, &lastError, &n); err != nil {
-			rows.Close()
-			return err
-		}
-		read += n
-		t := byType[eventType]
-		if t == nil {
-			t = &TypeCounts{EventType: eventType}
-			byType[eventType] = t
-		}
-		t.Failed += n
-		s.Attempts[bucket].Count += n
-		byError[lastError] += n
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	s.Counts.Failed = read
-	if read > failedCap {
-		s.Partial = true
-		s.FailedGroupsOf = read
-		est, err := i.indexRows(ctx, tx, "outbox_failed_idx", "SELECT 1 FROM "+i.outbox+" WHERE "+wire.FailedSQL)
-		if err != nil {
-			return err
-		}
-		s.Counts.Failed, s.Counts.Approx.Failed = max(est, read), true
-	}
-	s.FailedByType = []Group{}
-	for _, t := range byType {
-		if t.Failed > 0 {
-			s.FailedByType = append(s.FailedByType, Group{Key: t.EventType, Count: t.Failed})
-		}
-	}
-	s.FailedByError = []Group{}
-	for k, n := range byError {
-		s.FailedByError = append(s.FailedByError, Group{Key: k, Count: n})
-	}
-	s.FailedByType, s.FailedByError = topGroups(s.FailedByType), topGroups(s.FailedByError)
-	return nil
-}
-
 // topGroups sorts groups largest first (ties by key) and keeps TopN.
 func topGroups(g []Group) []Group {
 	slices.SortFunc(g, func(a, b Group) int {
@@ -662,89 +382,6 @@ func topGroups(g []Group) []Group {
 		return strings.Compare(a.Key, b.Key)
 	})
 	return g[:min(len(g), TopN)]
-}
-
-// blockerSQL selects the events that block their aggregate: failed or scheduled, with
-// no earlier unpublished event of the same aggregate (outbox_aggregate_idx).
-func (i *Inspector) blockerSQL() string { return wire.BlockerSQL(i.outbox, i.outbox) }
-
-// blockedCap bounds the blocking events found per kind (failed, scheduled) when
-// counting blocked aggregates, and blockedProbe the events of each kind read to
-// find them; past either the count is an estimate. The probe bound matters
-// where few events of a kind head their aggregate (retries an unordered relay
-// scheduled behind ready events): finding 250 heads among 150,000 such retries
-// read them all, 1.4 s a snapshot.
-const (
-	blockedCap   = 250
-	blockedProbe = 2000
-)
-
-func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
-	// The blocking events of each kind, found along that kind's own index (failed:
-	// oldest failure first; scheduled: soonest retry first), each bounded; the
-	// BlockedLimit oldest by seq among them are read back in full.
-	rows, err := tx.Query(ctx, `WITH failed_read AS MATERIALIZED (
-			SELECT event_id, seq, `+i.firstSQL()+` AS head FROM `+i.outbox+` WHERE `+wire.FailedSQL+`
-			ORDER BY failed_at, seq LIMIT $3
-		), scheduled_read AS MATERIALIZED (
-			SELECT event_id, seq, `+i.firstSQL()+` AS head FROM `+i.outbox+` WHERE `+wire.ScheduledSQL+`
-			ORDER BY available_at, created_at, event_id LIMIT $3
-		), failed AS MATERIALIZED (
-			SELECT event_id, seq FROM failed_read WHERE head LIMIT $2
-		), scheduled AS MATERIALIZED (
-			SELECT event_id, seq FROM scheduled_read WHERE head LIMIT $2
-		), heads AS (
-			SELECT * FROM failed UNION ALL SELECT * FROM scheduled
-		), top AS (
-			SELECT event_id FROM heads ORDER BY seq LIMIT $1
-		)
-		SELECT `+eventColumns(false, false)+`,
-			(SELECT count(*) FROM `+i.outbox+` w WHERE w.published_at IS NULL
-				AND w.aggregate_type = e.aggregate_type AND w.aggregate_id = e.aggregate_id AND w.seq > e.seq),
-			(SELECT count(*) FROM failed), (SELECT count(*) FROM scheduled)
-		FROM top JOIN `+i.outbox+` e USING (event_id)
-		ORDER BY e.seq`, BlockedLimit, blockedCap+1, blockedProbe+1)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	s.Blocked.Aggregates = []BlockedAggregate{}
-	var nFailed, nScheduled int64
-	for rows.Next() {
-		var b BlockedAggregate
-		if b.Blocker, err = scanEvent(rowWithInt{rowWithInt{rowWithInt{rows, &nScheduled}, &nFailed}, &b.Waiting}); err != nil {
-			return err
-		}
-		b.AggregateType, b.AggregateID = b.Blocker.AggregateType, b.Blocker.AggregateID
-		s.Blocked.Aggregates = append(s.Blocked.Aggregates, b)
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	s.Blocked.Count = nFailed + nScheduled
-	past := nFailed > blockedCap || nScheduled > blockedCap
-	if !past {
-		// Exact only if every failed and scheduled event was read.
-		var failedRows, scheduledRows int64
-		if err := tx.QueryRow(ctx, `SELECT
-				(SELECT count(*) FROM (SELECT 1 FROM `+i.outbox+` WHERE `+wire.FailedSQL+` LIMIT $1) f),
-				(SELECT count(*) FROM (SELECT 1 FROM `+i.outbox+` WHERE `+wire.ScheduledSQL+` LIMIT $1) s)`,
-			blockedProbe+1).Scan(&failedRows, &scheduledRows); err != nil {
-			return err
-		}
-		past = failedRows > blockedProbe || scheduledRows > blockedProbe
-	}
-	if past {
-		// Aggregates with a failed or scheduled event, by the planner's statistics:
-		// an upper bound of the blocked ones in the usual case (the first such
-		// event heads its aggregate), never below those found.
-		est, err := pgplan.Rows(ctx, tx, wire.TroubledAggregatesSQL(i.outbox))
-		if err != nil {
-			return err
-		}
-		s.Blocked.Count, s.Blocked.Estimate = max(est, s.Blocked.Count), true
-	}
-	return nil
 }
 
 // firstSQL: the row has no earlier unpublished event of its aggregate (it heads it).

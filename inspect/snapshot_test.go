@@ -36,6 +36,7 @@ func TestSnapshotCountsEveryState(t *testing.T) {
 	want.Ready, want.Pending = 6, 7
 	// of which three wait behind an earlier failed or scheduled event
 	want.Waiting = 3
+	want.Publishable = 3
 	if c != want {
 		t.Fatalf("counts\n got %+v\nwant %+v", c, want)
 	}
@@ -122,10 +123,10 @@ func TestSnapshotCountsEveryState(t *testing.T) {
 	}
 }
 
-// TestSnapshotPastTheCaps: an outbox bigger than the rows a snapshot reads one by one
-// (12,000 ready, 3,000 failed in 3,000 aggregates each with one ready
-// event waiting behind it, 2,500 scheduled) gives estimates that are marked, never
-// below what was counted exactly, and consistent with each other.
+// TestSnapshotPastTheCaps: an outbox with more aggregates than a snapshot
+// probes (12,000 ready, 3,000 failed in 3,000 aggregates each with one ready
+// event waiting behind it, 2,500 scheduled): the counts are exact, and where
+// the probes stopped the figures are bounds that hold and say so.
 func TestSnapshotPastTheCaps(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -148,50 +149,35 @@ func TestSnapshotPastTheCaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := s.Counts
-	if !s.Partial || !c.Approx.Failed || !c.Approx.Ready || !c.Approx.Pending || !c.Approx.Scheduled {
-		t.Fatalf("estimates not marked: partial %v approx %+v", s.Partial, c.Approx)
+	if c.Ready != 12000 || c.Scheduled != 2500 || c.Failed != 3000 || c.Pending != 14500 ||
+		c.Bounds.Ready != inspect.Exact || c.Bounds.Scheduled != inspect.Exact || c.Bounds.Failed != inspect.Exact {
+		t.Fatalf("counts %+v, want ready 12000, scheduled 2500, failed 3000, exact", c)
 	}
-	near := func(what string, got, want int64) {
-		t.Helper()
-		if got < want*8/10 || got > want*12/10 {
-			t.Errorf("%s %d, want about %d", what, got, want)
-		}
-	}
-	near("failed", c.Failed, 3000)
-	near("scheduled", c.Scheduled, 2500)
-	near("ready", c.Ready, 12000)
-	if c.Failed < 1001 || c.Scheduled < 1001 || c.Pending != c.Ready+c.Scheduled || c.Waiting > c.Ready {
-		t.Errorf("estimates below what was counted, or inconsistent: %+v", c)
-	}
-	// 3,000 ready events wait, one behind each failed event: 2,500 of them in the
-	// pass (exact), the rest estimated from the newest ready rows past it.
-	near("waiting", c.Waiting, 3000)
-	if !c.Approx.Waiting || c.Waiting < 2500 {
-		t.Errorf("waiting %d (approx %v): below the 2,500 counted", c.Waiting, c.Approx.Waiting)
+	// 12,000 aggregates have ready rows, more than the 5,000 probed: the 3,000
+	// waiting ones are found (the oldest first), but not known to be all.
+	if c.Waiting != 3000 || c.Bounds.Waiting != inspect.LowerBound || c.Publishable != 9000 || c.Bounds.Publishable != inspect.UpperBound ||
+		!c.Approx.Waiting {
+		t.Errorf("waiting %d (%q), publishable %d (%q): want ≥3000 and ≤9000", c.Waiting, c.Bounds.Waiting, c.Publishable, c.Bounds.Publishable)
 	}
 	if s.FailedGroupsOf != 1001 || len(s.FailedByError) != 3 || s.FailedByError[0].Count+s.FailedByError[1].Count+s.FailedByError[2].Count != 1001 {
 		t.Errorf("failed groups of %d: %+v", s.FailedGroupsOf, s.FailedByError)
 	}
-	// 5,500 aggregates are blocked; past 250 per kind the count is estimated, and
-	// the listed ones are the oldest by seq (the failed ones, inserted first).
-	if !s.Blocked.Estimate || s.Blocked.Count < 502 || len(s.Blocked.Aggregates) != inspect.BlockedLimit ||
-		s.Blocked.Aggregates[0].Blocker.State != "failed" || s.Blocked.Aggregates[0].Waiting != 1 {
-		t.Errorf("blocked %d (estimate %v), %d listed, first %+v", s.Blocked.Count, s.Blocked.Estimate, len(s.Blocked.Aggregates), s.Blocked.Aggregates[0])
+	// 5,500 aggregates are blocked; the 3,000 probed and the 2,001 soonest
+	// retries are found, a lower bound. The listed ones hold a waiting event
+	// each, the oldest blockers first.
+	if s.Blocked.Bound != inspect.LowerBound || !s.Blocked.Estimate || s.Blocked.Count < 5001 || s.Blocked.Count > 5500 ||
+		len(s.Blocked.Aggregates) != inspect.BlockedLimit ||
+		s.Blocked.Aggregates[0].Blocker.State != "failed" || s.Blocked.Aggregates[0].Waiting != 1 || s.Blocked.Aggregates[0].AggregateID != "f-1" {
+		t.Errorf("blocked %d (%q), %d listed, first %+v", s.Blocked.Count, s.Blocked.Bound, len(s.Blocked.Aggregates), s.Blocked.Aggregates[0])
 	}
-	near("blocked", s.Blocked.Count, 5500)
-	// The relay's lag ignores the waiting events: the oldest publishable one is 40
-	// minutes old; the rows read in seq order hold none (the first 5,000 are the
-	// scheduled ones and those waiting), so it comes from the newest ready rows, a
-	// lower bound.
 	if d := s.OldestPublishableAge.Duration(); d < 40*time.Minute || d > 41*time.Minute || !s.OldestPublishableApprox {
 		t.Errorf("oldest publishable %v (approx %v), want ~40m, approx", d, s.OldestPublishableApprox)
 	}
 }
 
 // TestBlockedPastTheProbe: retries an unordered relay scheduled behind ready
-// events head nothing; with more of them than the snapshot reads (2,000 per
-// kind), three blocked aggregates found among them make an estimate, marked,
-// not an exact count. With fewer, the count is exact.
+// events head nothing; three blocked aggregates are found among them, exactly
+// while the scan reaches every row, a marked lower bound when it does not.
 func TestBlockedPastTheProbe(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -211,9 +197,19 @@ func TestBlockedPastTheProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.Blocked.Estimate || s.Blocked.Count < 3 {
-		t.Errorf("blocked %d (estimate %v): 2,103 scheduled events are more than the snapshot reads, want a marked estimate of at least 3", s.Blocked.Count, s.Blocked.Estimate)
+	// Every unpublished row is scanned and every aggregate probed: exact.
+	if s.Blocked.Estimate || s.Blocked.Count != 3 {
+		t.Errorf("blocked %d (%q), want exactly 3", s.Blocked.Count, s.Blocked.Bound)
 	}
+	// With fewer rows scanned than there are, and the soonest retries all behind
+	// ready events, the blocked aggregates found are a lower bound, marked.
+	small := inspect.DefaultTestCaps()
+	small.Scan, small.Probe, small.Count = 1000, 1000, 1000
+	inspect.SetTestCaps(b.in, small)
+	if s, err = b.in.Snapshot(b.ctx); err != nil || s.Blocked.Bound != inspect.LowerBound || s.Blocked.Count > 3 {
+		t.Errorf("blocked %d (%q, %v), want a lower bound of at most 3", s.Blocked.Count, s.Blocked.Bound, err)
+	}
+	inspect.SetTestCaps(b.in, inspect.DefaultTestCaps())
 	if _, err := b.pool.Exec(b.ctx, `DELETE FROM outbox_event WHERE aggregate_id LIKE 'r-%' AND event_type = 'OrderPaid' AND aggregate_id > 'r-2'`); err != nil {
 		t.Fatal(err)
 	}
@@ -238,6 +234,9 @@ func TestOldestPublishableBetweenRetries(t *testing.T) {
 		FROM generate_series(1, 10) g`,
 		retries, `VACUUM ANALYZE outbox_event`,
 	)
+	small := inspect.DefaultTestCaps()
+	small.Scan, small.Count = 5000, 5000
+	inspect.SetTestCaps(b.in, small)
 	s, err := b.in.Snapshot(b.ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,462 @@
+package inspect
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxtop/outboxtop/wire"
+)
+
+// headBlocksSQL is wire.WaitingSQL's test of an aggregate's head p: failed or
+// scheduled. The ready events behind such a head wait; any other head (ready,
+// leased) lets the relay go on.
+const headBlocksSQL = `(p.failed_at IS NOT NULL OR (p.available_at > now() AND (p.lease_until IS NULL OR p.lease_until <= now())))`
+
+// passSQL reads at most $1 unpublished, not failed rows in seq order
+// (outbox_claim_seq_idx). It returns two kinds of rows: groups by event type,
+// state, attempts bucket and, for leased rows, the relay holding them
+// (lease_holder, ” when unnamed); and, first column true, the aggregates of
+// those rows, at most $2, most ready rows first, each with its head (one probe
+// of outbox_aggregate_idx) and whether that head blocks it.
+func (i *Inspector) passSQL() string {
+	return `WITH s AS MATERIALIZED (
+			SELECT seq, event_type, aggregate_type, aggregate_id, created_at, available_at, lease_holder,
+				` + stateCase + ` AS state, ` + attemptsBucketSQL() + ` AS bucket,
+				lease_token IS NOT NULL AND lease_until <= now() AS expired
+			FROM ` + i.outbox + ` WHERE published_at IS NULL AND failed_at IS NULL
+			ORDER BY seq LIMIT $1
+		), a AS MATERIALIZED (
+			SELECT aggregate_type, aggregate_id, count(*) FILTER (WHERE state = 'ready') AS ready, min(seq) AS first,
+				min(greatest(created_at, available_at)) FILTER (WHERE state = 'ready') AS ready_since
+			FROM s GROUP BY aggregate_type, aggregate_id
+			ORDER BY 3 DESC, 4 LIMIT $2
+		)
+		SELECT false, event_type, state, bucket, count(*), count(*) FILTER (WHERE expired),
+			coalesce(extract(epoch from now() - min(created_at)), 0)::float8,
+			coalesce(extract(epoch from now() - min(greatest(created_at, available_at))), 0)::float8,
+			min(available_at), CASE WHEN state = 'leased' THEN coalesce(lease_holder, '') END,
+			NULL::text, NULL::text, NULL::bigint, NULL::boolean, NULL::float8
+		FROM s GROUP BY event_type, state, bucket, 10
+		UNION ALL
+		SELECT true, NULL, NULL, NULL, a.ready, NULL, NULL, NULL, NULL, NULL,
+			a.aggregate_type, a.aggregate_id, h.seq, h.blocks, extract(epoch from now() - a.ready_since)::float8
+		FROM a CROSS JOIN LATERAL (
+			SELECT p.seq, ` + headBlocksSQL + ` AS blocks FROM ` + i.outbox + ` p
+			WHERE p.published_at IS NULL AND p.aggregate_type = a.aggregate_type AND p.aggregate_id = a.aggregate_id
+			ORDER BY p.seq LIMIT 1) h`
+}
+
+// aggKey names an aggregate.
+type aggKey struct{ typ, id string }
+
+// probed is an aggregate of the scanned rows and its head.
+type probed struct {
+	key     aggKey
+	ready   int64 // its ready rows among those scanned
+	headSeq int64
+	blocks  bool
+}
+
+// unpublished is what snapUnpublished learned beyond the Snapshot's fields, for
+// snapBlocked.
+type unpublished struct {
+	covered   bool     // the scan read every unpublished, not failed row
+	probedAll bool     // every aggregate of the scanned rows was probed
+	probes    []probed // most ready rows first
+}
+
+// snapUnpublished counts the unpublished rows by state. The scan (passSQL)
+// reads the first rows in the relay's order; when it reaches them all, every
+// count is exact. Past it, three capped counts along indexes that together
+// hold each unpublished, not failed row once (outbox_claim_idx, the blocked
+// hint's outbox_blocked_idx, and outbox_ready_idx past now()) make the counts
+// exact again when none reaches its cap, and lower bounds otherwise. Failed
+// rows are counted by snapFailed.
+func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot, u *unpublished) error {
+	cp := i.snapCaps()
+	rows, err := tx.Query(ctx, i.passSQL(), cp.scan+1, cp.probe+1)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	s.Attempts = append([]AttemptsBucket(nil), attemptBuckets...)
+	byType := map[string]*TypeCounts{}
+	var read int64
+	for rows.Next() {
+		var isAgg bool
+		var eventType, state, aggType, aggID *string
+		var bucket *int
+		var n int64
+		var expired *int64
+		var createdAge, readyAge, readySince *float64
+		var minAvailable *time.Time
+		var holder *string
+		var headSeq *int64
+		var blocks *bool
+		if err := rows.Scan(&isAgg, &eventType, &state, &bucket, &n, &expired, &createdAge, &readyAge, &minAvailable,
+			&holder, &aggType, &aggID, &headSeq, &blocks, &readySince); err != nil {
+			return err
+		}
+		if isAgg {
+			p := probed{key: aggKey{*aggType, *aggID}, ready: n, headSeq: *headSeq, blocks: *blocks}
+			u.probes = append(u.probes, p)
+			if p.ready > 0 && !p.blocks && readySince != nil {
+				// Its ready rows do not wait: the oldest of them is publishable.
+				s.OldestPublishableAge = max(s.OldestPublishableAge, seconds(*readySince))
+			}
+			continue
+		}
+		if holder != nil {
+			if s.leasesBy == nil {
+				s.leasesBy = map[string]int64{}
+			}
+			s.leasesBy[*holder] += n
+		}
+		read += n
+		t := byType[*eventType]
+		if t == nil {
+			t = &TypeCounts{EventType: *eventType}
+			byType[*eventType] = t
+		}
+		s.Attempts[*bucket].Count += n
+		s.ExpiredLeases += *expired
+		switch wire.State(*state) {
+		case wire.Ready:
+			t.Ready += n
+			s.OldestReadyAge = max(s.OldestReadyAge, seconds(*readyAge))
+		case wire.Scheduled:
+			t.Scheduled += n
+			if s.NextScheduledAt == nil || minAvailable.Before(*s.NextScheduledAt) {
+				s.NextScheduledAt = minAvailable
+			}
+		case wire.Leased:
+			t.Leased += n
+		}
+		if *state == string(wire.Ready) || *state == string(wire.Scheduled) {
+			t.OldestPendingAge = max(t.OldestPendingAge, seconds(*createdAge))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows.Close()
+	u.covered = read <= int64(cp.scan)
+	u.probedAll = len(u.probes) <= cp.probe
+	// Most ready rows first: all the aggregates with ready rows were probed when
+	// all were, or when the last one probed has none.
+	readyProbed := u.probedAll || len(u.probes) == 0 || u.probes[len(u.probes)-1].ready == 0
+	if err := i.snapFailed(ctx, tx, s, byType); err != nil {
+		return fmt.Errorf("failed events: %w", err)
+	}
+	s.ByEventType = make([]TypeCounts, 0, len(byType))
+	c := &s.Counts
+	for _, t := range byType {
+		s.ByEventType = append(s.ByEventType, *t)
+		c.Ready += t.Ready
+		c.Scheduled += t.Scheduled
+		c.Leased += t.Leased
+		s.OldestPendingAge = max(s.OldestPendingAge, t.OldestPendingAge)
+	}
+	slices.SortFunc(s.ByEventType, func(a, b TypeCounts) int {
+		na, nb := a.Ready+a.Scheduled+a.Leased+a.Failed, b.Ready+b.Scheduled+b.Leased+b.Failed
+		if na != nb {
+			return cmp.Compare(nb, na)
+		}
+		return strings.Compare(a.EventType, b.EventType)
+	})
+	// Where the scanned ready rows are: behind a blocking head (waiting) or not
+	// (publishable). Each aggregate's ready rows all come after its head when
+	// that head blocks (a blocking head is not ready).
+	var waiting, publishable int64
+	for _, p := range u.probes {
+		if p.blocks {
+			waiting += p.ready
+		} else {
+			publishable += p.ready
+		}
+	}
+	c.Waiting = waiting
+	if !u.covered {
+		s.Partial = true
+		if err := i.countPastScan(ctx, tx, s); err != nil {
+			return fmt.Errorf("counting: %w", err)
+		}
+	}
+	switch {
+	case u.covered && readyProbed:
+		c.Publishable = c.Ready - c.Waiting
+	case c.Bounds.Ready == Exact:
+		// Every ready row is counted but not every one's head was read: more may
+		// wait than were found, so fewer may be publishable than the difference.
+		c.Bounds.Waiting, c.Bounds.Publishable = LowerBound, UpperBound
+		c.Publishable = c.Ready - c.Waiting
+	default:
+		// Neither the ready rows nor where they are is known past the scan: the
+		// scanned ones found waiting, and found publishable, are at least there.
+		c.Bounds.Waiting, c.Bounds.Publishable = LowerBound, LowerBound
+		c.Publishable = publishable
+	}
+	if c.Bounds.Publishable != Exact {
+		// Found only where the scan reached (or not at all), the oldest
+		// publishable event may be older: its age is a lower bound. The claim's
+		// own index finds one (wire.OldestPublishableSQL, a claim's first row).
+		s.OldestPublishableApprox = true
+		var age float64
+		if err := tx.QueryRow(ctx, wire.OldestPublishableSQL(i.outbox)).Scan(&age); err != nil {
+			return err
+		}
+		s.OldestPublishableAge = max(s.OldestPublishableAge, seconds(age))
+	}
+	c.Pending = c.Ready + c.Scheduled
+	c.Bounds.Pending = sumBound(c.Bounds.Ready, c.Bounds.Scheduled)
+	b := c.Bounds
+	c.Approx = Approx{Ready: b.Ready != Exact, Waiting: b.Waiting != Exact, Scheduled: b.Scheduled != Exact,
+		Pending: b.Pending != Exact, Leased: b.Leased != Exact, Failed: b.Failed != Exact}
+	if s.TakenAt.IsZero() {
+		return tx.QueryRow(ctx, "SELECT now()").Scan(&s.TakenAt)
+	}
+	return nil
+}
+
+// countPastScan counts the unpublished, not failed rows by state along three
+// index ranges that hold each such row once, however the blocked hint is set:
+// not blocked and available (outbox_claim_idx: ready or leased), blocked and
+// available (outbox_blocked_idx), available later (outbox_ready_idx past now():
+// scheduled or leased). Each range stops at caps.count rows; a range that did
+// not makes its states' counts exact, one that did makes them lower bounds. A
+// count is never below the scan's (both count rows that exist).
+func (i *Inspector) countPastScan(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
+	cp := i.snapCaps()
+	type part struct{ rows, ready, scheduled, leased, expired int64 }
+	const tally = `count(*), count(*) FILTER (WHERE ` + wire.ReadySQL + `), count(*) FILTER (WHERE ` + wire.ScheduledSQL + `),
+		count(*) FILTER (WHERE ` + wire.LeasedSQL + `), count(*) FILTER (WHERE ` + wire.ExpiredLeaseSQL + `)`
+	ranges := []string{
+		`SELECT ` + tally + ` FROM (SELECT * FROM ` + i.outbox + `
+			WHERE published_at IS NULL AND failed_at IS NULL AND NOT blocked AND available_at <= now()
+			ORDER BY available_at, seq LIMIT $1) r`,
+		`SELECT ` + tally + ` FROM (SELECT * FROM ` + i.outbox + `
+			WHERE blocked AND published_at IS NULL AND failed_at IS NULL AND available_at <= now()
+			ORDER BY aggregate_type, aggregate_id, seq LIMIT $1) r`,
+		`SELECT ` + tally + ` FROM (SELECT * FROM ` + i.outbox + `
+			WHERE published_at IS NULL AND failed_at IS NULL AND available_at > now()
+			ORDER BY available_at, created_at, event_id LIMIT $1) r`,
+	}
+	var parts [3]part
+	for k, q := range ranges {
+		p := &parts[k]
+		if err := tx.QueryRow(ctx, q, cp.count+1).Scan(&p.rows, &p.ready, &p.scheduled, &p.leased, &p.expired); err != nil {
+			return err
+		}
+	}
+	done := func(ks ...int) Bound {
+		for _, k := range ks {
+			if parts[k].rows > int64(cp.count) {
+				return LowerBound
+			}
+		}
+		return Exact
+	}
+	c := &s.Counts
+	set := func(v *int64, b *Bound, n int64, nb Bound) {
+		if nb == Exact {
+			*v, *b = n, Exact
+			return
+		}
+		*v, *b = max(*v, n), LowerBound
+	}
+	set(&c.Ready, &c.Bounds.Ready, parts[0].ready+parts[1].ready, done(0, 1))
+	set(&c.Scheduled, &c.Bounds.Scheduled, parts[2].scheduled, done(2))
+	set(&c.Leased, &c.Bounds.Leased, parts[0].leased+parts[1].leased+parts[2].leased, done(0, 1, 2))
+	set(&s.ExpiredLeases, &c.Bounds.ExpiredLeases, parts[0].expired+parts[1].expired+parts[2].expired, done(0, 1, 2))
+	// The scan's earliest retry may not be the earliest: the range past now()
+	// reads them in available_at order.
+	var next *time.Time
+	if err := tx.QueryRow(ctx, `SELECT min(available_at) FROM (SELECT available_at, lease_until FROM `+i.outbox+`
+			WHERE published_at IS NULL AND failed_at IS NULL AND available_at > now()
+			ORDER BY available_at, created_at, event_id LIMIT $1) r
+		WHERE lease_until IS NULL OR lease_until <= now()`, cp.count+1).Scan(&next); err != nil {
+		return err
+	}
+	if next != nil && (s.NextScheduledAt == nil || next.Before(*s.NextScheduledAt)) {
+		s.NextScheduledAt = next
+	}
+	return nil
+}
+
+// snapFailed counts the failed events (an index-only count of outbox_failed_idx,
+// exact up to caps.failed, a lower bound past it) and groups the newest
+// caps.failedGroups of them by type, error and attempts (Snapshot.FailedGroupsOf
+// says when they are not all of them).
+func (i *Inspector) snapFailed(ctx context.Context, tx pgx.Tx, s *Snapshot, byType map[string]*TypeCounts) error {
+	cp := i.snapCaps()
+	newest := `(SELECT event_type, attempts, last_error FROM ` + i.outbox + ` WHERE ` + wire.FailedSQL + `
+		ORDER BY failed_at DESC, seq DESC LIMIT ` + fmt.Sprint(cp.failedGroups+1) + `) f`
+	// One read of the rows, grouped finely; the groups are summed three ways here.
+	rows, err := tx.Query(ctx, `SELECT event_type, `+attemptsBucketSQL()+`, left(coalesce(last_error, ''), 200), count(*)
+		FROM `+newest+` GROUP BY 1, 2, 3`)
+	if err != nil {
+		return err
+	}
+	var read int64
+	byError := map[string]int64{}
+	for rows.Next() {
+		var eventType, lastError string
+		var bucket int
+		var n int64
+		if err := rows.Scan(&eventType, &bucket, &lastError, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		read += n
+		t := byType[eventType]
+		if t == nil {
+			t = &TypeCounts{EventType: eventType}
+			byType[eventType] = t
+		}
+		t.Failed += n
+		s.Attempts[bucket].Count += n
+		byError[lastError] += n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if read > int64(cp.failedGroups) {
+		s.Partial = true
+		s.FailedGroupsOf = read
+	}
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+i.outbox+` WHERE `+wire.FailedSQL+` LIMIT $1) f`,
+		cp.failed+1).Scan(&s.Counts.Failed); err != nil {
+		return err
+	}
+	if s.Counts.Failed > int64(cp.failed) {
+		s.Counts.Bounds.Failed = LowerBound
+	}
+	s.FailedByType = []Group{}
+	for _, t := range byType {
+		if t.Failed > 0 {
+			s.FailedByType = append(s.FailedByType, Group{Key: t.EventType, Count: t.Failed})
+		}
+	}
+	s.FailedByError = []Group{}
+	for k, n := range byError {
+		s.FailedByError = append(s.FailedByError, Group{Key: k, Count: n})
+	}
+	s.FailedByType, s.FailedByError = topGroups(s.FailedByType), topGroups(s.FailedByError)
+	return nil
+}
+
+// snapBlocked counts the blocked aggregates and lists the BlockedLimit that do
+// the most harm. The blockers come from three reads, each bounded: the heads
+// probed by the scan (aggregates with unpublished, not failed rows), the oldest
+// caps.blockedProbe failures and the soonest caps.blockedProbe retries, each
+// asked whether it heads its aggregate. The count is exact when the scan read
+// every not failed row, every aggregate of them was probed and every failed row
+// was asked (then every blocker was seen: a scheduled one heads an aggregate the
+// scan probed, a failed one is among the failures); else it is the blocked
+// aggregates found, a lower bound.
+func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot, u *unpublished) error {
+	cp := i.snapCaps()
+	rows, err := tx.Query(ctx, `WITH failed_read AS MATERIALIZED (
+			SELECT aggregate_type, aggregate_id, seq, `+i.firstSQL()+` AS head FROM `+i.outbox+` WHERE `+wire.FailedSQL+`
+			ORDER BY failed_at, seq LIMIT $1
+		), scheduled_read AS MATERIALIZED (
+			SELECT aggregate_type, aggregate_id, seq, `+i.firstSQL()+` AS head FROM `+i.outbox+` WHERE `+wire.ScheduledSQL+`
+			ORDER BY available_at, created_at, event_id LIMIT $1
+		)
+		SELECT aggregate_type, aggregate_id, seq FROM failed_read WHERE head
+		UNION ALL SELECT aggregate_type, aggregate_id, seq FROM scheduled_read WHERE head
+		UNION ALL SELECT NULL, NULL, (SELECT count(*) FROM failed_read)`, cp.blockedProbe+1)
+	if err != nil {
+		return err
+	}
+	found := map[aggKey]int64{} // blocker seq by aggregate
+	var failedRead int64
+	for rows.Next() {
+		var typ, id *string
+		var seq int64
+		if err := rows.Scan(&typ, &id, &seq); err != nil {
+			return err
+		}
+		if typ == nil {
+			failedRead = seq
+			continue
+		}
+		found[aggKey{*typ, *id}] = seq
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows.Close()
+	harm := map[aggKey]int64{} // ready rows scanned behind the blocker
+	for _, p := range u.probes {
+		if p.blocks {
+			found[p.key] = p.headSeq
+			harm[p.key] = p.ready
+		}
+	}
+	s.Blocked.Count = int64(len(found))
+	if !u.covered || !u.probedAll || failedRead > int64(cp.blockedProbe) {
+		s.Blocked.Bound = LowerBound
+	}
+	s.Blocked.Estimate = s.Blocked.Bound != Exact
+	// The candidates: most ready rows found waiting first, then the oldest
+	// blockers. Their exact figures are read below and decide the order.
+	cands := make([]aggKey, 0, len(found))
+	for k := range found {
+		cands = append(cands, k)
+	}
+	slices.SortFunc(cands, func(a, b aggKey) int {
+		if c := cmp.Compare(harm[b], harm[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(found[a], found[b])
+	})
+	cands = cands[:min(len(cands), BlockedLimit)]
+	types, ids := make([]string, len(cands)), make([]string, len(cands))
+	for k, a := range cands {
+		types[k], ids[k] = a.typ, a.id
+	}
+	behind := func(cond string) string {
+		return `(SELECT count(*) FROM ` + i.outbox + ` w WHERE w.published_at IS NULL
+			AND w.aggregate_type = e.aggregate_type AND w.aggregate_id = e.aggregate_id AND w.seq > e.seq` + cond + `)`
+	}
+	rows, err = tx.Query(ctx, `SELECT `+eventColumns(false, false)+`,
+			`+behind(` AND `+wire.ReadySQL)+`, `+behind(` AND w.failed_at IS NOT NULL`)+`, `+behind(``)+`
+		FROM (SELECT e.* FROM unnest($1::text[], $2::text[]) k(t, id)
+			CROSS JOIN LATERAL (SELECT * FROM `+i.outbox+` e WHERE e.published_at IS NULL
+				AND e.aggregate_type = k.t AND e.aggregate_id = k.id ORDER BY e.seq LIMIT 1) e) e`, types, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	s.Blocked.Aggregates = []BlockedAggregate{}
+	for rows.Next() {
+		var b BlockedAggregate
+		if b.Blocker, err = scanEvent(rowWithInt{rowWithInt{rowWithInt{rows, &b.Behind}, &b.FailedBehind}, &b.Waiting}); err != nil {
+			return err
+		}
+		b.AggregateType, b.AggregateID = b.Blocker.AggregateType, b.Blocker.AggregateID
+		s.Blocked.Aggregates = append(s.Blocked.Aggregates, b)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	slices.SortFunc(s.Blocked.Aggregates, func(a, b BlockedAggregate) int {
+		if c := cmp.Compare(b.Waiting, a.Waiting); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Blocker.Seq, b.Blocker.Seq)
+	})
+	return nil
+}
+
+// blockerSQL selects the events that block their aggregate: failed or scheduled, with
+// no earlier unpublished event of the same aggregate (outbox_aggregate_idx).
+func (i *Inspector) blockerSQL() string { return wire.BlockerSQL(i.outbox, i.outbox) }
