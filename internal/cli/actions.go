@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/tui"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -33,7 +36,7 @@ func actionCommand(a inspect.Action) func(context.Context, []string, IO) error {
 		fs := newFlagSet(name, io)
 		var db dbFlags
 		db.register(fs)
-		ids := fs.StringArray("id", nil, "act on this event id (repeatable); combines with the filters")
+		ids := fs.StringArray("id", nil, "act on this event id, or its start (or, from 6 hex digits, its end) as trace takes it (repeatable); combines with the filters")
 		var ff filterFlags
 		ff.register(fs)
 		all := fs.Bool("all", false, "with no --id and no filter: every eligible event")
@@ -87,6 +90,9 @@ func actionCommand(a inspect.Action) func(context.Context, []string, IO) error {
 			return err
 		}
 		defer pool.Close()
+		if err := resolveIDs(ctx, in, req.IDs); err != nil {
+			return err
+		}
 		plan, err := in.DryRun(ctx, req)
 		if err != nil {
 			return actionError(name, err)
@@ -140,6 +146,30 @@ func actionCommand(a inspect.Action) func(context.Context, []string, IO) error {
 		}
 		return nil
 	}
+}
+
+// resolveIDs turns the short ids trace accepts into full ones, in place, with
+// trace's resolver (inspect.Inspector.Resolve): an operator copies an id from
+// the console or a trace and acts on it. A full id is left as it is: one whose
+// event is gone by now is the action's "nothing to …", not an error. A short id
+// that names no event, or more than one, is refused on one line (exit 2) with
+// the candidates.
+func resolveIDs(ctx context.Context, in *inspect.Inspector, ids []string) error {
+	for k, id := range ids {
+		if u, err := uuid.Parse(id); err == nil {
+			ids[k] = u.String()
+			continue
+		}
+		full, err := in.Resolve(ctx, id)
+		switch {
+		case errors.Is(err, inspect.ErrAmbiguous), errors.Is(err, inspect.ErrNotFound):
+			return exitError{code: ExitUsage, msg: "--id " + oneLine(tui.Sanitize(err.Error()))}
+		case err != nil:
+			return err
+		}
+		ids[k] = full
+	}
+	return nil
 }
 
 func sources(a inspect.Action) string {

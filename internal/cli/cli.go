@@ -66,7 +66,7 @@ func commands() []command {
 		{"retry", "make failed or scheduled events ready now", runRetry},
 		{"reset-lease", "make leased events claimable now", runResetLease},
 		{"park", "mark events failed on purpose, with a reason", runPark},
-		{"skip", "park the event that blocks an aggregate so the rest flows", runSkip},
+		{"skip", "move the failed or scheduled event that blocks an aggregate to the archive, unpublished, so the rest flows", runSkip},
 		{"archive", "move published events to outbox_event_archive", runArchive},
 		{"replay", "put archived or published events back into the outbox", runReplay},
 		{"demo", "the embedded demo: throwaway PostgreSQL, in-process Kafka, simulated orders, the console", runDemo},

@@ -144,7 +144,13 @@ func printTrace(w io.Writer, t inspect.Trace, withKafka bool, now time.Time) {
 		kv("archived_at", ts(t.ArchivedAt))
 	}
 	if t.LastError != "" {
-		kv("last_error", short(tui.Sanitize(t.LastError), 300))
+		if t.PublishedAt != nil {
+			// The relay clears last_error when it marks an event published; a row
+			// published by an older one kept an earlier attempt's error.
+			kv("earlier error", short(tui.Sanitize(t.LastError), 300)+" (before it was published)")
+		} else {
+			kv("last_error", short(tui.Sanitize(t.LastError), 300))
+		}
 	}
 	if t.ReplayOf != "" {
 		kv("replay_of", tui.Sanitize(t.ReplayOf))

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/outboxtop/outboxtop/inbox"
+	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/relay"
 )
@@ -129,5 +130,27 @@ func TestTraceFollowsOneEvent(t *testing.T) {
 	delete(env, "KAFKA_BROKERS")
 	if r = run(t, env, "trace", traceOrder); r.code != ExitOK || !strings.Contains(r.out, "not checked") {
 		t.Fatalf("without brokers: %+v", r)
+	}
+}
+
+// A published row's last_error is an earlier attempt's (the relay clears it when
+// it marks the event; a row published by an older relay kept it): trace shows
+// it as history, not as the event's trouble.
+func TestTraceShowsAPublishedRowsErrorAsHistory(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	published := now.Add(-time.Minute)
+	var tr inspect.Trace
+	tr.EventID, tr.State, tr.PublishedAt, tr.LastError = traceOrder, "published", &published, "kafka: NOT_LEADER_FOR_PARTITION"
+	var b strings.Builder
+	printTrace(&b, tr, false, now)
+	if !strings.Contains(b.String(), "earlier error   kafka: NOT_LEADER_FOR_PARTITION (before it was published)\n") || strings.Contains(b.String(), "last_error") {
+		t.Fatalf("published row's error not shown as history:\n%s", b.String())
+	}
+	tr.PublishedAt, tr.State = nil, "scheduled"
+	b.Reset()
+	printTrace(&b, tr, false, now)
+	if !strings.Contains(b.String(), "last_error      kafka: NOT_LEADER_FOR_PARTITION\n") {
+		t.Fatalf("a pending row's error not shown as its last_error:\n%s", b.String())
 	}
 }
