@@ -187,9 +187,21 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot,
 		if err := i.countPastScan(ctx, tx, s); err != nil {
 			return fmt.Errorf("counting: %w", err)
 		}
+		// The scan's rows may hold few of the ready ones (retries first in the
+		// relay's order): place the ready rows found along their own indexes.
+		var err error
+		if waiting, publishable, readyProbed, err = i.probeReady(ctx, tx, s, u); err != nil {
+			return fmt.Errorf("probing: %w", err)
+		}
+		c.Waiting = waiting
+		if c.Bounds.Ready != Exact {
+			// The ranges' tallies stop at their cap counting leased rows too;
+			// the ready rows placed are as many distinct ready rows.
+			c.Ready = max(c.Ready, waiting+publishable)
+		}
 	}
 	switch {
-	case u.covered && readyProbed:
+	case c.Bounds.Ready == Exact && readyProbed:
 		c.Publishable = c.Ready - c.Waiting
 	case c.Bounds.Ready == Exact:
 		// Every ready row is counted but not every one's head was read: more may
@@ -222,6 +234,56 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot,
 		return tx.QueryRow(ctx, "SELECT now()").Scan(&s.TakenAt)
 	}
 	return nil
+}
+
+// probeReady reads the ready rows along the two index ranges that hold them
+// (countPastScan's first two), at most caps.count each, groups them by
+// aggregate and probes the heads of the caps.probe aggregates with the most:
+// the waiting and publishable rows found, and whether every aggregate of the
+// rows read was probed. Blocked heads found join u.probes (for snapBlocked).
+func (i *Inspector) probeReady(ctx context.Context, tx pgx.Tx, s *Snapshot, u *unpublished) (waiting, publishable int64, all bool, err error) {
+	cp := i.snapCaps()
+	rows, err := tx.Query(ctx, `WITH r AS MATERIALIZED (
+			(SELECT aggregate_type, aggregate_id, seq, created_at, available_at FROM `+i.outbox+`
+				WHERE published_at IS NULL AND failed_at IS NULL AND NOT blocked AND available_at <= now()
+					AND (lease_until IS NULL OR lease_until <= now())
+				ORDER BY available_at, seq LIMIT $1)
+			UNION ALL
+			(SELECT aggregate_type, aggregate_id, seq, created_at, available_at FROM `+i.outbox+`
+				WHERE blocked AND published_at IS NULL AND failed_at IS NULL AND available_at <= now()
+					AND (lease_until IS NULL OR lease_until <= now())
+				ORDER BY aggregate_type, aggregate_id, seq LIMIT $1)
+		), a AS MATERIALIZED (
+			SELECT aggregate_type, aggregate_id, count(*) AS ready, min(seq) AS first,
+				min(greatest(created_at, available_at)) AS since
+			FROM r GROUP BY aggregate_type, aggregate_id ORDER BY 3 DESC, 4 LIMIT $2
+		)
+		SELECT a.aggregate_type, a.aggregate_id, a.ready, extract(epoch from now() - a.since)::float8, h.seq, h.blocks
+		FROM a CROSS JOIN LATERAL (
+			SELECT p.seq, `+headBlocksSQL+` AS blocks FROM `+i.outbox+` p
+			WHERE p.published_at IS NULL AND p.aggregate_type = a.aggregate_type AND p.aggregate_id = a.aggregate_id
+			ORDER BY p.seq LIMIT 1) h`, cp.count+1, cp.probe+1)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var p probed
+		var since float64
+		if err := rows.Scan(&p.key.typ, &p.key.id, &p.ready, &since, &p.headSeq, &p.blocks); err != nil {
+			return 0, 0, false, err
+		}
+		n++
+		if p.blocks {
+			waiting += p.ready
+			u.probes = append(u.probes, p)
+		} else {
+			publishable += p.ready
+			s.OldestPublishableAge = max(s.OldestPublishableAge, seconds(since))
+		}
+	}
+	return waiting, publishable, n <= cp.probe, rows.Err()
 }
 
 // countPastScan counts the unpublished, not failed rows by state along three
