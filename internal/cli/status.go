@@ -15,6 +15,7 @@ import (
 	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
 	"github.com/outboxtop/outboxtop/internal/fleet"
+	"github.com/outboxtop/outboxtop/relay"
 	"github.com/outboxtop/outboxtop/tui"
 	"github.com/outboxtop/outboxtop/wire"
 )
@@ -27,7 +28,9 @@ type statusJSON struct {
 	OldestPublishableAge inspect.Age `json:"oldest_publishable_age_seconds"`
 	// Consumers is the consumer groups' lag; absent without --brokers or KAFKA_BROKERS.
 	Consumers *consumerlag.Report `json:"consumers,omitempty"`
-	Check     statusCheck         `json:"check"`
+	// MissingTopics: see checkMissingTopics (empty: none).
+	MissingTopics []relay.TopicWait `json:"missing_topics"`
+	Check         statusCheck       `json:"check"`
 }
 
 type statusCheck struct {
@@ -37,6 +40,9 @@ type statusCheck struct {
 	Crossed []string `json:"crossed"`
 	// Thresholds echoes every threshold in force (crossed or not).
 	Thresholds []statusThreshold `json:"thresholds"`
+	// Unsure: thresholds a lower bound stayed under, so the truth may be past
+	// them (a level of OK or WARNING does not rule that out).
+	Unsure []string `json:"unsure,omitempty"`
 	// MaxOldestSeconds and MaxFailed echo the legacy --max-* thresholds (null: not set).
 	MaxOldestSeconds *float64 `json:"max_oldest_seconds"`
 	MaxFailed        *int64   `json:"max_failed"`
@@ -176,6 +182,10 @@ func status(ctx context.Context, args []string, io IO) error {
 		WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest, WarnNoRelay: *warnNoRelay, CritNoRelay: *critNoRelay}
 	lt.into(&th)
 	verdict := th.Check(s, publishable)
+	missing, err := checkMissingTopics(ctx, pool, in.Schema(), verdict)
+	if err != nil {
+		return unknown(io, *asJSON, err)
+	}
 	check := statusCheck{}
 	if *maxOldest > 0 {
 		v := maxOldest.Seconds()
@@ -187,7 +197,7 @@ func status(ctx context.Context, args []string, io IO) error {
 	if consumers != nil {
 		th.CheckLag(verdict, *consumers, tui.Sanitize)
 	}
-	check.Crossed, check.Thresholds = verdict.Crossed, verdict.Thresholds
+	check.Crossed, check.Thresholds, check.Unsure = verdict.Crossed, verdict.Thresholds, verdict.Unsure
 	level := int(verdict.Level)
 	check.Level = levelNames[level]
 	check.Healthy = level == 0
@@ -195,7 +205,7 @@ func status(ctx context.Context, args []string, io IO) error {
 	if *asJSON {
 		enc := json.NewEncoder(io.Out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(statusJSON{s, publishable, consumers, check}); err != nil {
+		if err := enc.Encode(statusJSON{Snapshot: s, OldestPublishableAge: publishable, Consumers: consumers, MissingTopics: missing, Check: check}); err != nil {
 			return err
 		}
 	} else {
@@ -203,6 +213,7 @@ func status(ctx context.Context, args []string, io IO) error {
 		// after it is the plugin's long output.
 		fmt.Fprintln(io.Out, summary)
 		printStatus(io.Out, s)
+		printMissingTopics(io.Out, missing)
 		fmt.Fprintf(io.Out, "oldest publishable %s (ready events not waiting behind a failed or scheduled one)\n", publishable)
 		if consumers != nil {
 			printConsumers(io.Out, *consumers)
@@ -239,13 +250,16 @@ func statusSummary(check statusCheck, s inspect.Snapshot, publishable inspect.Ag
 		b.WriteString(strings.Join(check.Crossed, ", "))
 	} else {
 		c := s.Counts
-		fmt.Fprintf(&b, "ready %s, failed %s, blocked %s, oldest publishable %s", approx(c.Ready, c.Approx.Ready),
-			approx(c.Failed, c.Approx.Failed), approx(s.Blocked.Count, s.Blocked.Estimate), publishable)
+		fmt.Fprintf(&b, "ready %s, failed %s, blocked %s, oldest publishable %s", c.Bounds.Ready.Format(c.Ready),
+			c.Bounds.Failed.Format(c.Failed), s.Blocked.Bound.Format(s.Blocked.Count), publishable)
 		if consumers != nil {
 			if n, group := consumers.MaxLag(); group != "" {
 				fmt.Fprintf(&b, ", consumer lag %d (%s)", n, short(tui.Sanitize(group), 40))
 			}
 		}
+	}
+	if len(check.Unsure) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(check.Unsure, "; "))
 	}
 	bounds := map[string][2]string{}
 	for _, t := range check.Thresholds {
@@ -256,12 +270,27 @@ func statusSummary(check statusCheck, s inspect.Snapshot, publishable inspect.Ag
 		bd := bounds[name]
 		fmt.Fprintf(&b, " %s=%s;%s;%s;0", label, v, bd[0], bd[1])
 	}
+	// Performance data are numbers: a count that is a bound keeps its label and
+	// value (graphs stay one series) and is followed by <label>_lower_bound=1 or
+	// <label>_upper_bound=1.
+	var marks []string
+	count := func(label string, n int64, bound inspect.Bound, name string) {
+		perf(label, fmt.Sprint(n), name)
+		if bound != inspect.Exact {
+			marks = append(marks, label+"_"+string(bound))
+		}
+	}
 	b.WriteString(" |")
-	perf("ready", fmt.Sprint(c.Ready), "")
-	perf("scheduled", fmt.Sprint(c.Scheduled), "")
-	perf("leased", fmt.Sprint(c.Leased), "")
-	perf("failed", fmt.Sprint(c.Failed), "failed")
-	perf("blocked", fmt.Sprint(s.Blocked.Count), "blocked")
+	count("ready", c.Ready, c.Bounds.Ready, "")
+	count("waiting", c.Waiting, c.Bounds.Waiting, "")
+	count("publishable", c.Publishable, c.Bounds.Publishable, "")
+	count("scheduled", c.Scheduled, c.Bounds.Scheduled, "")
+	count("leased", c.Leased, c.Bounds.Leased, "")
+	count("failed", c.Failed, c.Bounds.Failed, "failed")
+	count("blocked", s.Blocked.Count, s.Blocked.Bound, "blocked")
+	for _, m := range marks {
+		fmt.Fprintf(&b, " %s=1;;;0;1", m)
+	}
 	perf("oldest_publishable", fmt.Sprintf("%.3fs", publishable.Duration().Seconds()), "oldest publishable")
 	perf("oldest_pending", fmt.Sprintf("%.3fs", s.OldestPendingAge.Duration().Seconds()), "oldest pending")
 	perf("published_1m", fmt.Sprint(s.Published.Last1m.Value), "")
@@ -305,14 +334,17 @@ func withoutOwnSession(ctx context.Context, pool *pgxpool.Pool, x *inspect.XminH
 func printStatus(w io.Writer, s inspect.Snapshot) {
 	c := s.Counts
 	fmt.Fprintf(w, "outboxtop status — schema %s at %s (took %s)\n", s.Schema, s.TakenAt.Format(time.RFC3339), s.Took)
-	a := c.Approx
-	fmt.Fprintf(w, "pending %s (ready %s, of them waiting %s; scheduled %s)  leased %s  failed %s  published %s  archived %s\n",
-		approx(c.Pending, a.Pending), approx(c.Ready, a.Ready), approx(c.Waiting, a.Waiting), approx(c.Scheduled, a.Scheduled),
-		approx(c.Leased, a.Leased), approx(c.Failed, a.Failed), c.Published, c.Archived)
-	if s.Partial {
-		fmt.Fprintln(w, "counts marked ~ are estimates: the table holds more unpublished rows than status reads one by one")
+	bd := c.Bounds
+	fmt.Fprintf(w, "pending %s (ready %s, of them waiting %s, publishable %s; scheduled %s)  leased %s  failed %s  published %s  archived %s\n",
+		bd.Pending.Format(c.Pending), bd.Ready.Format(c.Ready), bd.Waiting.Format(c.Waiting), bd.Publishable.Format(c.Publishable),
+		bd.Scheduled.Format(c.Scheduled), bd.Leased.Format(c.Leased), bd.Failed.Format(c.Failed), c.Published, c.Archived)
+	if bd != (inspect.Bounds{}) || s.Blocked.Bound != inspect.Exact {
+		fmt.Fprintln(w, "counts marked ≥ are at least that, ≤ at most: the table holds more rows than status counts one by one")
 	}
-	fmt.Fprintf(w, "oldest pending %s  oldest ready %s  expired leases %d", s.OldestPendingAge, s.OldestReadyAge, s.ExpiredLeases)
+	if c.Published.Estimate || c.Archived.Estimate {
+		fmt.Fprintln(w, "totals marked ~ are the planner's estimates, never below the rows counted")
+	}
+	fmt.Fprintf(w, "oldest pending %s  oldest ready %s  expired leases %s", s.OldestPendingAge, s.OldestReadyAge, bd.ExpiredLeases.Format(s.ExpiredLeases))
 	if s.NextScheduledAt != nil {
 		fmt.Fprintf(w, "  next scheduled in %s", s.NextScheduledAt.Sub(s.TakenAt).Round(time.Second))
 	}
@@ -326,14 +358,19 @@ func printStatus(w io.Writer, s inspect.Snapshot) {
 		}
 	}
 	if s.Blocked.Count > 0 {
-		fmt.Fprintf(w, "blocked aggregates %s:\n", approx(s.Blocked.Count, s.Blocked.Estimate))
+		// The snapshot's order: the most events waiting behind the blocker first.
+		fmt.Fprintf(w, "blocked aggregates %s (most waiting first):\n", s.Blocked.Bound.Format(s.Blocked.Count))
 		for k, b := range s.Blocked.Aggregates {
 			if k == 5 {
-				fmt.Fprintf(w, "  … (%d more)\n", s.Blocked.Count-5)
+				fmt.Fprintf(w, "  … (%s more)\n", s.Blocked.Bound.Format(s.Blocked.Count-5))
 				break
 			}
-			fmt.Fprintf(w, "  %s/%s behind %s (%s) with %d waiting\n", short(tui.Sanitize(b.AggregateType), 30),
+			fmt.Fprintf(w, "  %s/%s behind %s (%s) with %d waiting", short(tui.Sanitize(b.AggregateType), 30),
 				short(tui.Sanitize(b.AggregateID), 40), b.Blocker.EventID, b.Blocker.State, b.Waiting)
+			if b.FailedBehind > 0 {
+				fmt.Fprintf(w, ", %d failed behind", b.FailedBehind)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	printRelays(w, s)

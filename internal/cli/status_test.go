@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/fleet"
 	"github.com/outboxtop/outboxtop/internal/pgtemp"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 )
@@ -250,29 +251,51 @@ func TestStatusLeavesOutItsOwnSession(t *testing.T) {
 	}
 }
 
-// Past the bounds status reads exactly, the counts it estimates carry a "~" in
-// the summary and the report, and the report says why; perfdata stays numeric.
-func TestStatusMarksEstimates(t *testing.T) {
+// Counts that are bounds carry their mark (≥, ≤) in the summary and the report,
+// a threshold a lower bound stayed under is said to be unsure, and perfdata
+// stays numeric with a <label>_lower_bound=1 beside each bound.
+func TestStatusMarksBounds(t *testing.T) {
 	t.Parallel()
-	pool, dsn := testenv.Pool(t)
-	if _, err := pool.Exec(context.Background(), `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at, failed_at, last_error)
-		SELECT gen_random_uuid(), 'order', 'f-' || g, 'Poison', '{}', now() - interval '1 hour', now() - interval '1 hour', now(), 'boom'
-		FROM generate_series(1, 3000) g;
-		INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
-		SELECT gen_random_uuid(), 'order', 'r-' || g, 'OrderPaid', '{}' FROM generate_series(1, 12000) g;
-		ANALYZE outbox_event`); err != nil {
+	var s inspect.Snapshot
+	s.Counts = inspect.Counts{Ready: 5001, Waiting: 101, Publishable: 4900, Scheduled: 60001, Pending: 65002, Failed: 250001}
+	s.Counts.Bounds = inspect.Bounds{Ready: inspect.LowerBound, Waiting: inspect.LowerBound, Publishable: inspect.LowerBound,
+		Scheduled: inspect.LowerBound, Pending: inspect.LowerBound, Failed: inspect.LowerBound}
+	s.Counts.Approx = inspect.Approx{Ready: true, Waiting: true, Scheduled: true, Pending: true, Failed: true}
+	s.Blocked = inspect.Blocked{Count: 30, Bound: inspect.LowerBound, Estimate: true, Aggregates: []inspect.BlockedAggregate{
+		{AggregateType: "order", AggregateID: "o-7", Waiting: 506, Blocker: inspect.Event{State: "failed"}},
+		{AggregateType: "account", AggregateID: "a-1", Waiting: 0, FailedBehind: 9, Blocker: inspect.Event{State: "failed"}},
+	}}
+	th := fleet.Thresholds{WarnFailed: 300000, CritFailed: -1, WarnBlocked: 10, CritBlocked: 100}
+	v := th.Check(s, 0)
+	check := statusCheck{Level: levelNames[v.Level], Crossed: v.Crossed, Thresholds: v.Thresholds, Unsure: v.Unsure}
+	first := statusSummary(check, s, 0, nil)
+	for _, want := range []string{"OUTBOXTOP WARNING - blocked ≥30 > 10", "failed ≥250001: a lower bound, not known to be within 300000",
+		"blocked ≥30: a lower bound, not known to be within 100", "failed=250001;300000;;0", "failed_lower_bound=1;;;0;1",
+		"ready=5001;;;0", "ready_lower_bound=1", "waiting=101;;;0", "publishable=4900;;;0"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("summary lacks %q:\n%s", want, first)
+		}
+	}
+	if perf := first[strings.Index(first, "|"):]; strings.ContainsAny(perf, "≥≤~") {
+		t.Errorf("perfdata not numeric: %s", perf)
+	}
+	var b strings.Builder
+	printStatus(&b, s)
+	for _, want := range []string{"pending ≥65002 (ready ≥5001, of them waiting ≥101, publishable ≥4900; scheduled ≥60001)", "failed ≥250001",
+		"counts marked ≥ are at least that", "blocked aggregates ≥30 (most waiting first):\n  order/o-7 behind  (failed) with 506 waiting\n",
+		"account/a-1 behind  (failed) with 0 waiting, 9 failed behind"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	js, err := json.Marshal(statusJSON{Snapshot: s, Check: check})
+	if err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, map[string]string{"DATABASE_URL": dsn}, "status", "--warn-failed", "-1", "--warn-blocked", "-1", "--crit-oldest", "0", "--warn-oldest", "0")
-	if r.code != ExitOK {
-		t.Fatalf("exit %d:\n%s\n%s", r.code, r.out, r.err)
-	}
-	first := firstLine(r.out)
-	if !strings.Contains(first, "ready ~") || !strings.Contains(first, "failed ~") || strings.Contains(first[strings.Index(first, "|"):], "~") {
-		t.Errorf("summary does not mark its estimates (or perfdata is not numeric): %s", first)
-	}
-	if !strings.Contains(r.out, "pending ~") || !strings.Contains(r.out, "counts marked ~ are estimates") {
-		t.Errorf("report does not mark its estimates:\n%s", r.out)
+	for _, want := range []string{`"bounds":{"ready":"lower_bound"`, `"approx":{"ready":true`, `"bound":"lower_bound"`, `"unsure":["failed`} {
+		if !strings.Contains(string(js), want) {
+			t.Errorf("JSON lacks %s:\n%s", want, js)
+		}
 	}
 }
 

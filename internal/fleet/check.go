@@ -67,6 +67,10 @@ type Threshold struct {
 	Value    float64  `json:"value"`
 	Warning  *float64 `json:"warning"`
 	Critical *float64 `json:"critical"`
+	// Bound: the value is not exact but a bound of the truth (inspect.Bound;
+	// absent: exact). A lower bound past a bound is past it for certain; one
+	// below a bound says nothing of the truth (Check.Unsure).
+	Bound inspect.Bound `json:"bound,omitempty"`
 }
 
 // Check is a verdict under construction: the worst level reached, what crossed
@@ -75,11 +79,14 @@ type Check struct {
 	Level      Level
 	Crossed    []string
 	Thresholds []Threshold
+	// Unsure are the bounds a value did not cross only because it is a lower
+	// bound: the truth may be past them (the level does not say so).
+	Unsure []string
 }
 
 // Value checks v (shown as shown) against warn and crit.
 func (c *Check) Value(name, shown string, v float64, warn, crit *float64) {
-	c.Thresholds = append(c.Thresholds, Threshold{name, v, warn, crit})
+	c.Thresholds = append(c.Thresholds, Threshold{Name: name, Value: v, Warning: warn, Critical: crit})
 	switch {
 	case crit != nil && v > *crit:
 		c.Crossed = append(c.Crossed, fmt.Sprintf("%s %s > %s", name, shown, FormatBound(name, *crit)))
@@ -87,6 +94,22 @@ func (c *Check) Value(name, shown string, v float64, warn, crit *float64) {
 	case warn != nil && v > *warn:
 		c.Crossed = append(c.Crossed, fmt.Sprintf("%s %s > %s", name, shown, FormatBound(name, *warn)))
 		c.Level = max(c.Level, Warning)
+	}
+}
+
+// Count checks a count that is exact or a bound (b) against warn and crit, as
+// Value does, and notes in Unsure the bounds a lower bound stayed under.
+func (c *Check) Count(name string, n int64, b inspect.Bound, warn, crit *float64) {
+	c.Value(name, b.Format(n), float64(n), warn, crit)
+	c.Thresholds[len(c.Thresholds)-1].Bound = b
+	if b != inspect.LowerBound {
+		return
+	}
+	for _, bd := range []*float64{warn, crit} {
+		if bd != nil && float64(n) <= *bd {
+			c.Unsure = append(c.Unsure, fmt.Sprintf("%s %s: a lower bound, not known to be within %s", name, b.Format(n), FormatBound(name, *bd)))
+			return
+		}
 	}
 }
 
@@ -111,8 +134,8 @@ func FormatBound(name string, v float64) string {
 func (t Thresholds) Check(s inspect.Snapshot, publishable inspect.Age) *Check {
 	c := &Check{Crossed: []string{}, Thresholds: []Threshold{}}
 	c.Value("oldest publishable", publishable.String(), publishable.Duration().Seconds(), durBound(t.WarnOldest), durBound(t.CritOldest))
-	c.Value("failed", fmt.Sprint(s.Counts.Failed), float64(s.Counts.Failed), countBound(t.WarnFailed), countBound(t.CritFailed))
-	c.Value("blocked", fmt.Sprint(s.Blocked.Count), float64(s.Blocked.Count), countBound(t.WarnBlocked), countBound(t.CritBlocked))
+	c.Count("failed", s.Counts.Failed, s.Counts.Bounds.Failed, countBound(t.WarnFailed), countBound(t.CritFailed))
+	c.Count("blocked", s.Blocked.Count, s.Blocked.Bound, countBound(t.WarnBlocked), countBound(t.CritBlocked))
 	if t.MaxOldest > 0 {
 		c.Value("oldest pending", s.OldestPendingAge.String(), s.OldestPendingAge.Duration().Seconds(), nil, durBound(t.MaxOldest))
 	}
