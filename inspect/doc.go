@@ -27,33 +27,50 @@
 // number of rows one by one and never scans published history:
 //
 //   - the unpublished rows that are not failed, in the relay's order (seq), at most
-//     5,000: their states, attempts and whether a ready one waits behind a failed
-//     or scheduled head of its aggregate (Counts.Waiting, wire.WaitingSQL);
-//   - the newest 1,000 failed rows, for the failed count and the groups by type and
-//     error (Snapshot.FailedGroupsOf says when they cover only these);
-//   - up to 250 blocking events of each kind (failed, scheduled), found among at
-//     most 2,000 events of that kind, for the blocked aggregates.
+//     20,000: their states, attempts, types, leases by relay, and their aggregates;
+//     the heads of the 5,000 aggregates with the most ready rows among them are
+//     probed (one read of outbox_aggregate_idx each): their ready rows wait
+//     (Counts.Waiting, wire.WaitingSQL) when the head is failed or scheduled, and
+//     are publishable otherwise;
+//   - past that scan, three index ranges that hold each such row once whatever the
+//     relay's blocked hint says (outbox_claim_idx, outbox_blocked_idx, and
+//     outbox_ready_idx past now()), counted up to 60,000 rows each, and the ready
+//     rows among the first two grouped by aggregate and probed likewise;
+//   - the failed rows, an index-only count of outbox_failed_idx up to 250,000, and
+//     the newest 1,000 for the groups by type and error (Snapshot.FailedGroupsOf
+//     says when they cover only these);
+//   - the oldest 2,000 failures and the soonest 2,000 retries, asked whether they
+//     head their aggregate, for the blocked aggregates beside those the probes found.
 //
 // The relays seen (Snapshot.Relays) cost no extra read of outbox_event: their
 // heartbeats come from outbox_relay (at most RelaysLimit rows, a table the relays
-// keep small), and the live leases by holder are counted in the first pass above.
+// keep small), and the live leases by holder are counted in the scan above.
 // No index names a lease column — one would make every claim a non-HOT update — so
-// past the pass a relay's leases are at least the number shown (LeasesApprox); its
-// InFlight, which the relay reports in its heartbeat, does not depend on the pass.
+// past the scan a relay's leases are at least the number shown (LeasesApprox); its
+// InFlight, which the relay reports in its heartbeat, does not depend on the scan.
 // A heartbeat not written for RelayGoneAfter intervals is "gone".
 //
-// Below those bounds every count is exact. Past them Snapshot.Partial is set and the
-// counts are estimates, marked in Counts.Approx (Blocked.Estimate,
-// OldestPublishableApprox): totals from the entries of the partial index on exactly
-// those rows as of the last vacuum or analyze (the planner multiplies selectivities
-// of correlated conditions), scheduled counted up to 1,000 along its index, ready as
-// the rest, the waiting share from the newest ready rows. An estimate is never below
-// the rows counted exactly. The published and archived totals, the published
-// windows (1 m, 5 m, 1 h) and inbox totals are exact while small and become
-// estimates past a cap: totals from the planner's row estimate (an inbox total never
-// below its exact last 5 minutes), windows by extrapolating the newest rows' rate
-// over the part of the window that has any history. Such numbers are a Count whose
-// Estimate field says so, in Go and in JSON.
+// Below those bounds every count is exact. Past them a count is never an estimate
+// from the planner's statistics, which can be arbitrarily stale: it is the rows
+// counted, marked as a lower bound (Bound, in Counts.Bounds and Blocked.Bound;
+// "≥" in text), or, for Publishable beside an exact Ready and a lower-bound
+// Waiting, Ready − Waiting, an upper bound ("≤"). Each is a bound that holds:
+// TestSnapshotFiguresHoldTheirBounds checks every figure against brute-force
+// counts on generated tables on both sides of every cap. Snapshot.Partial says the
+// breakdowns (ByEventType, Attempts) cover the rows read. The blocked count is
+// exact when the scan read every not failed row, every aggregate of them was
+// probed and every failed row was asked; else it is the blocked aggregates found.
+// The blocked list is ranked by the ready rows found waiting, and its figures
+// (BlockedAggregate.Waiting, FailedBehind, Behind) are counted exactly.
+//
+// The published and archived totals, the published windows (1 m, 5 m, 1 h) and
+// inbox totals are exact while small and become estimates past a cap, marked "~":
+// totals from the planner's row estimate, never below the rows counted before the
+// cap (10,001; an inbox total never below its exact last 5 minutes), windows by
+// extrapolating the newest rows' rate over the part of the window that has any
+// history, never below the rows counted in it. Such numbers are a Count whose
+// Estimate field says so, in Go and in JSON; the bound stated is the only one
+// that holds.
 //
 // The per-event reads are index reads however long the history: an aggregate's
 // timeline (Timeline) reads its unpublished, published and archived rows along
