@@ -26,6 +26,8 @@ type statements struct {
 	sweepOrdered   string
 	sweepUnordered string
 	heartbeat      string
+	// waitingForTopics is not the relay's: WaitingForMissingTopics reads it.
+	waitingForTopics string
 }
 
 func newStatements(schema string) statements {
@@ -44,5 +46,7 @@ func newStatements(schema string) statements {
 		sweepOrdered:   load("sweep_ordered"),
 		sweepUnordered: load("sweep_unordered"),
 		heartbeat:      load("heartbeat"),
+
+		waitingForTopics: load("waiting_for_topics"),
 	}
 }
