@@ -3,7 +3,7 @@
 -- paused, waiting for Kafka).
 --
 -- A relay writes its row every --heartbeat-interval (default 5s) through
--- outboxtop_relay_beat below, never directly: the function takes the time from the
+-- outboxtop_relay_beat (functions/), never directly: the function takes the time from the
 -- database (seen_at, started_at: one clock with the console's now()) and the
 -- database role from the session, so a relay role can only say "I, this holder,
 -- am alive in this state now". No role has a write privilege on the table.
@@ -37,57 +37,15 @@ CREATE TABLE IF NOT EXISTS {{.schema}}.outbox_relay (
     batch_size  integer NOT NULL DEFAULT 0
 );
 
--- One beat. p_started: the first beat of this process (started_at = now()). A
--- holder name another database role wrote keeps its row and the call returns
--- false: a relay role cannot take over the heartbeat of a relay running as
--- another role. Text is cut to bounds so a beat can never fail on length.
-CREATE OR REPLACE FUNCTION {{.schema}}.outboxtop_relay_beat(
-    p_holder text, p_state text, p_started boolean, p_interval_ms integer, p_in_flight integer,
-    p_version text, p_ordering text, p_batch_size integer)
-RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_temp AS $$
-DECLARE
-    n integer;
-BEGIN
-    INSERT INTO {{.schema}}.outbox_relay AS r (holder, db_user, state, started_at, seen_at, interval_ms,
-        in_flight, version, ordering, batch_size)
-    VALUES (p_holder, session_user, p_state, now(), now(), p_interval_ms, greatest(p_in_flight, 0),
-        left(coalesce(p_version, ''), 100), left(coalesce(p_ordering, ''), 20), greatest(p_batch_size, 0))
-    ON CONFLICT (holder) DO UPDATE SET
-        state = excluded.state, seen_at = excluded.seen_at, interval_ms = excluded.interval_ms,
-        in_flight = excluded.in_flight, version = excluded.version, ordering = excluded.ordering,
-        batch_size = excluded.batch_size,
-        started_at = CASE WHEN p_started THEN excluded.started_at ELSE r.started_at END
-    WHERE r.db_user = session_user;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    DELETE FROM {{.schema}}.outbox_relay
-    WHERE seen_at < now() - interval '1 day'
-       OR (state = 'stopped' AND seen_at < now() - interval '1 hour');
-    RETURN n = 1;
-END;
-$$;
-
-REVOKE ALL ON FUNCTION {{.schema}}.outboxtop_relay_beat(text, text, boolean, integer, integer, text, text, integer)
-FROM PUBLIC;
-
--- Roles set up with `outboxtop grants` before this migration: a relay role (one
--- that may update lease_token) gets EXECUTE on the beat, a console or operator
--- role (one that may read outbox_audit) gets SELECT on the table — what the
--- current `outboxtop grants` prints. Without this an upgraded relay would log
--- that its heartbeat is refused (it keeps publishing) and an upgraded console
--- would show no relays.
+-- Roles set up with `outboxtop grants` before this migration: a console or
+-- operator role (one that may read outbox_audit) gets SELECT on the table, what the
+-- current `outboxtop grants` prints; without it an upgraded console would show no
+-- relays. The relay roles' EXECUTE on the beat is given where the function is
+-- (functions/outboxtop_relay_beat.sql), when it is first created.
 DO $heartbeat$
 DECLARE
     r regrole;
 BEGIN
-    FOR r IN
-        SELECT DISTINCT (a.acl).grantee::regrole
-        FROM (SELECT aclexplode(attacl) AS acl FROM pg_attribute
-              WHERE attrelid = '{{.schema}}.outbox_event'::regclass AND attname = 'lease_token'
-                AND attacl IS NOT NULL) a
-        WHERE (a.acl).privilege_type = 'UPDATE' AND (a.acl).grantee <> 0
-    LOOP
-        EXECUTE format('GRANT EXECUTE ON FUNCTION {{.schema}}.outboxtop_relay_beat(text, text, boolean, integer, integer, text, text, integer) TO %s', r);
-    END LOOP;
     FOR r IN
         SELECT DISTINCT (a.acl).grantee::regrole
         FROM (SELECT aclexplode(relacl) AS acl FROM pg_class

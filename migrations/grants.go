@@ -13,10 +13,10 @@ import (
 // the privileges its statements need and no more. Table-level SELECT on
 // outbox_event is given where the payload is read anyway; writes are column-level,
 // so no role can set a column its code does not write (seq, a lease, a failure or
-// a publication). Operators change rows only through the action functions of
-// migration 008, which audit every call; no role may write outbox_audit or the
+// a publication). Operators change rows only through the action functions
+// (functions/), which audit every call; no role may write outbox_audit or the
 // archive directly, and none may write outbox_relay: relays beat through
-// outboxtop_relay_beat (migration 010), which sets the time and the role itself.
+// outboxtop_relay_beat, which sets the time and the role itself.
 var grantRoles = []struct {
 	name, summary string
 	grants        []string // %[1]s is the schema, %[2]s the grantee, both quoted

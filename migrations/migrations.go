@@ -1,19 +1,40 @@
-// Package migrations holds outboxtop's schema as numbered, embedded SQL files and
-// applies them. It is the only place the schema is defined.
+// Package migrations holds outboxtop's schema as embedded SQL files and applies
+// them. It is the only place the schema is defined.
 //
-// Apply is idempotent and safe to run from several processes at once: it takes a
-// session advisory lock (per schema) before touching anything, and each file is
-// written so that it also upgrades a seed-style outbox_event that an application
-// created by hand, keeping its rows. Files are tern migrations; the version table is
-// <schema>.outboxtop_schema_version.
+// Two kinds of file. The numbered ones (001_….sql, tern migrations; the version
+// table is <schema>.outboxtop_schema_version) hold tables, indexes, policies, grants
+// on tables and data steps, each applied once. functions/<name>.sql holds one
+// stored function each, in its current text, with what depends on the function
+// alone (its REVOKE from PUBLIC, a trigger that calls it, a grant made when it is
+// first created); every migrate applies them all again after the numbered
+// migrations, so a function is read, reviewed and changed in one place, and a
+// database at any version ends with the same functions. Both kinds are Go
+// templates over the same data ({{.schema}}, {{.channel}}).
+//
+// A function file must stay safe to apply again: CREATE OR REPLACE keeps the
+// function's owner and grants (its ACL), REVOKE is idempotent, and anything else
+// checks first. CREATE OR REPLACE cannot change a function's arguments or result
+// type: a new signature is a new function, so its file drops the old one first
+// (DROP FUNCTION IF EXISTS with the old argument types), and the grants printed by
+// `outboxtop grants` must name the new one.
+//
+// Migrate is idempotent and safe to run from several processes at once: it takes a
+// session advisory lock (per schema) before touching anything, and each numbered
+// file is written so that it also upgrades a seed-style outbox_event that an
+// application created by hand, keeping its rows.
 package migrations
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
+	"sort"
+	"strings"
+	"text/template"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/tern/v2/migrate"
@@ -23,6 +44,12 @@ import (
 
 //go:embed *.sql
 var files embed.FS
+
+// functionFiles are the stored functions, one file each, applied after the
+// numbered migrations by every migrate.
+//
+//go:embed functions/*.sql
+var functionFiles embed.FS
 
 // VersionTable is the table, inside the schema, that records applied migrations.
 const VersionTable = "outboxtop_schema_version"
@@ -96,10 +123,7 @@ func Migrate(ctx context.Context, conn *pgx.Conn, schema string, onStart func(ve
 	if err != nil {
 		return 0, 0, fmt.Errorf("preparing migrations: %w", err)
 	}
-	m.Data = map[string]any{
-		"schema":  ident,
-		"channel": quoteLiteral(wire.Channel(schema)),
-	}
+	m.Data = templateData(schema)
 	if err := m.LoadMigrations(files); err != nil {
 		return 0, 0, fmt.Errorf("loading migrations: %w", err)
 	}
@@ -117,7 +141,82 @@ func Migrate(ctx context.Context, conn *pgx.Conn, schema string, onStart func(ve
 	if err != nil {
 		return 0, 0, fmt.Errorf("reading schema version: %w", err)
 	}
+	if err := applyFunctions(ctx, conn, m.Data); err != nil {
+		return 0, 0, err
+	}
 	return from, to, nil
+}
+
+// templateData is what the SQL files' templates see.
+func templateData(schema string) map[string]any {
+	return map[string]any{
+		"schema":  pgx.Identifier{schema}.Sanitize(),
+		"channel": quoteLiteral(wire.Channel(schema)),
+	}
+}
+
+// FunctionNames lists the function files' names (without .sql), in the order
+// they are applied.
+func FunctionNames() ([]string, error) {
+	entries, err := fs.ReadDir(functionFiles, "functions")
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded functions: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if n, ok := strings.CutSuffix(e.Name(), ".sql"); ok && !e.IsDir() {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// applyFunctions applies every function file, in name order, in one
+// transaction: a migrate that fails half-way leaves the functions it found. The
+// order matters only for LANGUAGE sql bodies, which PostgreSQL checks at
+// creation; plpgsql resolves names when called.
+func applyFunctions(ctx context.Context, conn *pgx.Conn, data map[string]any) error {
+	names, err := FunctionNames()
+	if err != nil {
+		return err
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("applying functions: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	for _, name := range names {
+		sql, err := functionSQL(name, data)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("functions/%s.sql: %w", name, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("applying functions: %w", err)
+	}
+	return nil
+}
+
+// functionSQL is the text of functions/<name>.sql with data filled in.
+func functionSQL(name string, data map[string]any) (string, error) {
+	path := "functions/" + name + ".sql"
+	body, err := fs.ReadFile(functionFiles, path)
+	if err != nil {
+		return "", err
+	}
+	tmpl, err := template.New(path).Option("missingkey=error").Parse(string(body))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return b.String(), nil
 }
 
 // Version returns the schema version recorded in schema, or 0 when outboxtop's

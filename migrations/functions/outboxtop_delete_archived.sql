@@ -1,0 +1,16 @@
+-- Skipped events (archived unpublished) are kept: only an operator lets them go.
+CREATE OR REPLACE FUNCTION {{.schema}}.outboxtop_delete_archived(p_age interval, p_batch integer)
+RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_temp AS $$
+DECLARE
+    n integer;
+BEGIN
+    DELETE FROM {{.schema}}.outbox_event_archive WHERE event_id IN (
+        SELECT event_id FROM {{.schema}}.outbox_event_archive
+        WHERE archived_at <= now() - p_age AND published_at IS NOT NULL
+        ORDER BY archived_at LIMIT p_batch FOR UPDATE SKIP LOCKED);
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END;
+$$;
+
+REVOKE ALL ON FUNCTION {{.schema}}.outboxtop_delete_archived(interval, integer) FROM PUBLIC;

@@ -1,0 +1,26 @@
+-- park: a pending or leased event is failed by hand, with the reason as its error.
+CREATE OR REPLACE FUNCTION {{.schema}}.outboxtop_park(
+    p_actor text, p_reason text, p_ids uuid[], p_states text[], p_filter jsonb,
+    OUT out_audit_id bigint, OUT out_rows integer, OUT out_event_ids uuid[])
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_temp AS $$
+DECLARE
+    st text[] := {{.schema}}.outboxtop_action_states('park', p_states);
+BEGIN
+    IF coalesce(btrim(p_reason), '') = '' THEN
+        RAISE EXCEPTION 'park: a reason is required' USING ERRCODE = '22023';
+    END IF;
+    PERFORM {{.schema}}.outboxtop_lock_events(p_ids);
+    WITH changed AS (
+        UPDATE {{.schema}}.outbox_event e
+        SET failed_at = now(), last_error = 'parked by ' || p_actor || ': ' || p_reason
+        WHERE e.event_id = ANY (p_ids)
+          AND {{.schema}}.outboxtop_state(e.published_at, e.failed_at, e.lease_until, e.available_at) = ANY (st)
+        RETURNING e.event_id, e.seq
+    )
+    SELECT count(*), coalesce((array_agg(event_id ORDER BY seq))[1:1000], '{}')
+    INTO out_rows, out_event_ids FROM changed;
+    out_audit_id := {{.schema}}.outboxtop_audit_write(p_actor, 'park', p_filter, out_event_ids, out_rows, p_reason);
+END;
+$$;
+
+REVOKE ALL ON FUNCTION {{.schema}}.outboxtop_park(text, text, uuid[], text[], jsonb) FROM PUBLIC;

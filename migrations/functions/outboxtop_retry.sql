@@ -1,0 +1,25 @@
+-- retry: failed or scheduled events become ready now; a failed one starts its
+-- attempts over.
+CREATE OR REPLACE FUNCTION {{.schema}}.outboxtop_retry(
+    p_actor text, p_reason text, p_ids uuid[], p_states text[], p_filter jsonb,
+    OUT out_audit_id bigint, OUT out_rows integer, OUT out_event_ids uuid[])
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_temp AS $$
+DECLARE
+    st text[] := {{.schema}}.outboxtop_action_states('retry', p_states);
+BEGIN
+    PERFORM {{.schema}}.outboxtop_lock_events(p_ids);
+    WITH changed AS (
+        UPDATE {{.schema}}.outbox_event e
+        SET available_at = now(), lease_token = NULL, lease_until = NULL,
+            attempts = CASE WHEN e.failed_at IS NOT NULL THEN 0 ELSE e.attempts END, failed_at = NULL
+        WHERE e.event_id = ANY (p_ids)
+          AND {{.schema}}.outboxtop_state(e.published_at, e.failed_at, e.lease_until, e.available_at) = ANY (st)
+        RETURNING e.event_id, e.seq
+    )
+    SELECT count(*), coalesce((array_agg(event_id ORDER BY seq))[1:1000], '{}')
+    INTO out_rows, out_event_ids FROM changed;
+    out_audit_id := {{.schema}}.outboxtop_audit_write(p_actor, 'retry', p_filter, out_event_ids, out_rows, p_reason);
+END;
+$$;
+
+REVOKE ALL ON FUNCTION {{.schema}}.outboxtop_retry(text, text, uuid[], text[], jsonb) FROM PUBLIC;
