@@ -32,6 +32,9 @@ type aggregateModel struct {
 	err     string
 	table   *table
 	head    []string // the lines above the table, sanitized
+	// placed: the cursor has been put on the blocker (or left at the top) once;
+	// later reads keep it where the operator moved it.
+	placed bool
 	// returnTo is the mode esc goes back to.
 	returnTo mode
 	// started is when the last read began; took how long it took; next the
@@ -127,6 +130,17 @@ func (a *aggregateModel) set(msg timelineMsg, now time.Time) {
 	}
 	a.table.columns = timelineColumns(&timelineMarks{applied: applied, blocker: blocker, blockerSeq: blockerSeq(tl)})
 	a.table.SetRows(rows)
+	if !a.placed && len(rows) > 0 {
+		// Opened on what the operator came for: the blocker, not the oldest
+		// published event at the top.
+		a.placed = true
+		for i, r := range rows {
+			if tl.Blocker != nil && r.id == blocker {
+				a.table.cursor = i
+			}
+		}
+		a.table.clamp()
+	}
 	a.table.loaded = true
 	a.head = timelineHead(tl, now)
 }
