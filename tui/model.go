@@ -74,6 +74,9 @@ type Model struct {
 
 	status    string
 	statusBad bool
+	// statusOn is the screen the status line was said on: it is shown there only
+	// (a list's filter hint is not about the event opened from it).
+	statusOn  screen
 	confirm   *pendingAction
 	detail    detailModel
 	consumers consumersState
@@ -192,11 +195,6 @@ func (m *Model) onLoaded(msg loadedMsg) tea.Cmd {
 			msg.req.sort == t.sort && msg.req.desc == t.desc {
 			t.SetRows(msg.rows)
 			t.more, t.total, t.loaded = msg.more, msg.total, true
-			if c, ok := m.stateCount(msg.req.view); ok && msg.req.filter.text == "" && (c.Estimate || msg.total.Estimate) {
-				// Unfiltered, the list's total is the tab's number: two estimates of
-				// one thing must not disagree on screen.
-				t.total = inspect.Count{Value: max(c.Value, int64(len(msg.rows))), Estimate: c.Estimate}
-			}
 		}
 	}
 	// A banner (paused relay, broker unreachable) takes a line from the body.
@@ -234,6 +232,23 @@ func (m *Model) bodySize() (int, int) {
 	return m.width, max(h, 1)
 }
 
+// listTotal is the number of events list view v stands for, as its title and its
+// tab both show it. Unfiltered, that is the Overview's count of the state, raised
+// to the rows loaded: they are there for certain, and an estimate (or a count
+// taken a moment before the list was read) must not say fewer. Filtered, the
+// list's own count.
+func (m *Model) listTotal(v viewID) inspect.Count {
+	t := m.tables[v]
+	c, ok := m.stateCount(v)
+	switch {
+	case t == nil || !t.loaded:
+		return c
+	case !ok || m.filters[v].text != "":
+		return t.total
+	}
+	return inspect.Count{Value: max(c.Value, int64(len(t.rows))), Estimate: c.Estimate}
+}
+
 // stateCount is the Overview's count for a list view's state.
 func (m *Model) stateCount(v viewID) (inspect.Count, bool) {
 	c := m.overview.counts
@@ -259,7 +274,29 @@ func (m *Model) errorResolved() bool {
 	return r != nil && r.BrokerReachable && r.Published > m.pubAtErr
 }
 
-func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = s, bad }
+func (m *Model) setStatus(s string, bad bool) {
+	m.status, m.statusBad, m.statusOn = s, bad, m.screen()
+}
+
+// screen is what the body shows: a view's list or Overview, or the detail, the
+// timeline or the audit log over it.
+type screen struct {
+	over mode // modeNormal, or the mode of what is drawn over the view
+	view viewID
+}
+
+// screen names what Render draws in the body (the help screen is the view's).
+func (m *Model) screen() screen {
+	switch {
+	case m.mode == modeDetail || (m.mode == modeConfirm && m.detail.id != ""):
+		return screen{over: modeDetail}
+	case m.mode == modeAudit || (m.mode == modeFilter && m.audit.filtering):
+		return screen{over: modeAudit}
+	case m.mode == modeAggregate || (m.mode == modeConfirm && m.aggregate.table != nil):
+		return screen{over: modeAggregate}
+	}
+	return screen{view: m.view}
+}
 
 // switchView shows tab v and loads it. Tab 5 opens on Published; v switches it
 // to Archived until another tab is shown.

@@ -128,6 +128,9 @@ func (m *Model) tabsLine() string {
 	if m.view == viewArchived {
 		titles[viewPublished], counts[viewPublished] = listViews[viewArchived].title, c.Archived
 	}
+	if listViews[m.view] != nil && m.filters[m.view].text == "" {
+		counts[m.view.tab()] = m.listTotal(m.view) // the open tab says what its unfiltered list's title says
+	}
 	// Narrower steps until the line fits: one space between tabs, then compact
 	// counts (993k), then short titles on the tabs not open. Every tab stays on
 	// screen rather than the line being cut.
@@ -184,7 +187,7 @@ func compact(c inspect.Count) string {
 
 // listInfo is the line above a table: what is listed, how, and what is marked.
 func (m *Model) listInfo(w int) string {
-	lv, t := listViews[m.view], m.tables[m.view]
+	lv, t, total := listViews[m.view], m.tables[m.view], m.listTotal(m.view)
 	dir := "asc"
 	if t.desc {
 		dir = "desc"
@@ -199,8 +202,8 @@ func (m *Model) listInfo(w int) string {
 		s += " · not loaded: the database does not answer"
 	case !t.loaded:
 		s += " · loading…"
-	case t.more || t.total.Estimate || t.total.Value != int64(len(t.rows)):
-		s += fmt.Sprintf(" · %d of %s", len(t.rows), t.total)
+	case t.more || total.Estimate || total.Value != int64(len(t.rows)):
+		s += fmt.Sprintf(" · %d of %s", len(t.rows), total)
 	default:
 		s += fmt.Sprintf(" · %d listed", len(t.rows))
 	}
@@ -245,7 +248,7 @@ func (m *Model) statusLine() string {
 		return fit("filter: "+in+"█", m.width, false)
 	case m.loadErr != nil:
 		return st.bad.Render(fit(dbErrorText(m.loadErr), m.width, false))
-	case m.status != "":
+	case m.status != "" && m.statusOn == m.screen():
 		if m.statusBad {
 			return st.bad.Render(fit(m.status, m.width, false))
 		}

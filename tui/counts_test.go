@@ -1,0 +1,46 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/wire"
+)
+
+// TestTabAndListAgreeOnTheCount: the open tab's number is its list title's; an
+// estimate below the rows listed is raised to them.
+func TestTabAndListAgreeOnTheCount(t *testing.T) {
+	leased := inspect.Event{EventID: "d3000000-0000-4000-8000-000000000003", State: wire.Leased, AggregateType: "Order",
+		AggregateID: "ord-3", EventType: "OrderPlaced", CreatedAt: offlineNow, AvailableAt: offlineNow}
+	for _, c := range []struct {
+		name   string
+		counts inspect.Counts
+		total  inspect.Count // the list's own count
+		tab    string
+		title  string
+	}{
+		{"estimate below the rows", inspect.Counts{Leased: 0, Approx: inspect.Approx{Leased: true}}, inspect.Count{Value: 1, Estimate: true}, "3 Leased ~1", "LEASED · 1 of ~1"},
+		{"exact, read before the row came", inspect.Counts{Leased: 0}, inspect.Count{Value: 1}, "3 Leased 1", "LEASED · 1 listed"},
+		{"estimate above the rows", inspect.Counts{Leased: 40, Approx: inspect.Approx{Leased: true}}, inspect.Count{Value: 1, Estimate: true}, "3 Leased ~40", "LEASED · 1 of ~40"},
+	} {
+		m := offline(t, 120, 30)
+		press(m, "3")
+		msg := listLoaded(m, viewLeased, c.counts, leased)
+		msg.total = c.total
+		m.Update(msg)
+		s := screenText(m)
+		if !strings.Contains(s, c.tab) || !strings.Contains(s, c.title) {
+			t.Errorf("%s: want tab %q and title %q:\n%s", c.name, c.tab, c.title, s)
+		}
+	}
+}
+
+// TestShortIDOfUUIDv7IsItsEnd: the lists name a UUIDv7 by its last 8 hex
+// digits, as the demo's toasts do.
+func TestShortIDOfUUIDv7IsItsEnd(t *testing.T) {
+	id := "01a23392-0001-7000-8000-0000ab858c44"
+	if got := shortID(id); got != "ab858c44" || got != id[28:] {
+		t.Fatalf("shortID(%s) = %s", id, got)
+	}
+}
