@@ -12,6 +12,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/wire"
@@ -34,6 +35,10 @@ type detailModel struct {
 	// a consumer per viewer per second).
 	content string
 	trace   string
+	// failed is the text shown instead of the row when it could not be read.
+	failed string
+	// wrappedAt is the width the viewport's text was wrapped for.
+	wrappedAt int
 }
 
 type detailMsg struct {
@@ -148,11 +153,14 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 	}
 	fmt.Fprintf(&b, "\nPAYLOAD (%d bytes)\n", d.PayloadBytes)
 	b.WriteString(indent(bounded(SanitizeText(pretty(d.Payload)))))
-	if len(d.Consumed) > 0 {
-		b.WriteString("\nINBOXES\n")
-		for _, c := range d.Consumed {
-			fmt.Fprintf(&b, "  %-30s %s\n", Sanitize(c.Consumer), c.ConsumedAt.UTC().Format("2006-01-02 15:04:05.000Z"))
-		}
+	// Always, as outboxtop trace does: that no inbox holds a failed or pending
+	// event is part of what its detail says.
+	b.WriteString("\nINBOXES\n")
+	if len(d.Consumed) == 0 {
+		b.WriteString("  none applied it\n")
+	}
+	for _, c := range d.Consumed {
+		fmt.Fprintf(&b, "  %-30s %s\n", Sanitize(c.Consumer), c.ConsumedAt.UTC().Format("2006-01-02 15:04:05.000Z"))
 	}
 	if len(d.Replays) > 0 {
 		b.WriteString("\nREPLAYED AS\n")
@@ -220,8 +228,10 @@ func (d *detailModel) set(msg detailMsg) {
 		return // the operator moved on
 	}
 	d.loading, d.big = false, msg.big
+	d.failed = ""
 	if msg.err != nil {
-		d.vp.SetContent("could not load the event: " + Sanitize(msg.err.Error()))
+		d.failed = "could not load the event: " + Sanitize(msg.err.Error())
+		d.show()
 		return
 	}
 	d.title = msg.title
@@ -229,16 +239,85 @@ func (d *detailModel) set(msg detailMsg) {
 	d.show()
 }
 
-// show puts the row and the trace in the viewport, where the reader left it.
+// show puts the row and the trace in the viewport, where the reader left it,
+// wrapped to its width.
 func (d *detailModel) show() {
+	text := d.content + "\n\n" + d.trace
+	if d.failed != "" {
+		text = d.failed
+	}
 	y := d.vp.YOffset()
-	d.vp.SetContent(d.content + "\n\n" + d.trace)
+	d.wrappedAt = d.vp.Width()
+	d.vp.SetContent(wrapWords(text, d.wrappedAt))
 	d.vp.SetYOffset(y)
 }
 
 func (d *detailModel) setSize(w, h int) {
 	d.vp.SetWidth(w)
 	d.vp.SetHeight(max(h-1, 1))
+	if w != d.wrappedAt && d.id != "" {
+		d.show()
+	}
+}
+
+// wrapWords fits each line of s into w cells, breaking it at spaces and cutting
+// a word only when it is wider than a line by itself: the viewport's own wrap
+// cuts at the last cell, through "1000000" as through anything (and a hyphen is
+// no place to break "--kafka-max-message-bytes"). A wrapped line's continuation
+// keeps its indent.
+func wrapWords(s string, w int) string {
+	if w <= 0 {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if ansi.StringWidth(l) <= w {
+			continue
+		}
+		body := strings.TrimLeft(l, " ")
+		ind := l[:len(l)-len(body)]
+		if len(ind) > w/4 {
+			ind, body = "", l
+		}
+		wrapped := wrapLine(body, w-len(ind))
+		for j := range wrapped {
+			wrapped[j] = ind + wrapped[j]
+		}
+		lines[i] = strings.Join(wrapped, "\n")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// wrapLine breaks one line of plain text into lines of at most w cells.
+func wrapLine(s string, w int) []string {
+	var out []string
+	cur, curW := "", 0
+	flush := func() {
+		out = append(out, strings.TrimRight(cur, " "))
+		cur, curW = "", 0
+	}
+	for i, word := range strings.Split(s, " ") {
+		ww := ansi.StringWidth(word)
+		switch {
+		case i == 0:
+		case curW+1+ww <= w:
+			cur, curW = cur+" ", curW+1
+		default:
+			flush()
+		}
+		if ww > w-curW {
+			// Wider than what is left of an empty line: cut, the last piece
+			// begins the next line.
+			pieces := strings.Split(ansi.Hardwrap(word, w, true), "\n")
+			out = append(out, pieces[:len(pieces)-1]...)
+			word, ww = pieces[len(pieces)-1], ansi.StringWidth(pieces[len(pieces)-1])
+		}
+		cur, curW = cur+word, curW+ww
+	}
+	if cur != "" || len(out) == 0 {
+		flush()
+	}
+	return out
 }
 
 func (d *detailModel) key(m *Model, msg tea.KeyPressMsg) tea.Cmd {
