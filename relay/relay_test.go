@@ -342,3 +342,32 @@ func TestUnreachableBrokerAtStartIsReportedAndAwaited(t *testing.T) {
 		t.Fatalf("%d events charged or failed for an outage", got)
 	}
 }
+
+// A published row keeps no last_error: it was an earlier attempt's, and trace
+// and the console would show it as the event's current trouble. The attempts
+// still say it took more than one; a failed row keeps its error.
+func TestMarkClearsAnEarlierAttemptsError(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insertSeed(t, 5, 5, "o-")
+	if _, err := b.pool.Exec(context.Background(), `UPDATE outbox_event SET attempts = 2, last_error = 'kafka: NOT_LEADER_FOR_PARTITION'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(context.Background(), `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, failed_at, attempts, last_error)
+		VALUES (gen_random_uuid(), 'order', 'dead', 'OrderPlaced', '{}', now(), 10, 'kafka: MESSAGE_TOO_LARGE')`); err != nil {
+		t.Fatal(err)
+	}
+	cfg := b.config()
+	cfg.Drain = true
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := b.relay(t, cfg).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.count(t, "published_at IS NOT NULL AND last_error IS NULL AND attempts = 3"); got != 5 {
+		t.Fatalf("%d of 5 published rows without the earlier error and with their attempts", got)
+	}
+	if got := b.count(t, "failed_at IS NOT NULL AND last_error = 'kafka: MESSAGE_TOO_LARGE'"); got != 1 {
+		t.Fatal("the failed row lost its error")
+	}
+}
