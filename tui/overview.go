@@ -227,7 +227,7 @@ func (m *Model) viewOverview(w, h int) string {
 	if r := vm.relay; r == nil {
 		right = append(right, kv("state", "none in this process"))
 	} else {
-		state := st.good.Render("running")
+		state := st.good.Render("running") + fmt.Sprintf(" · %d in flight", r.InFlight)
 		if r.Paused {
 			state = st.paused.Render(" PAUSED ") + " (p resumes)"
 		}
@@ -238,10 +238,9 @@ func (m *Model) viewOverview(w, h int) string {
 		right = append(right,
 			kv("state", state),
 			kv("broker", broker),
-			kv("last batch", fmt.Sprintf("%d ev in %s", r.LastBatch, ms(r.LastPublish))),
-			kv("last claim", ms(r.LastClaim)+fmt.Sprintf(" · %d in flight", r.InFlight)),
-			kv("published", fmt.Sprint(r.Published)),
-			kv("fail · retry", fmt.Sprintf("%d · %d", r.Failed, r.Retried)),
+			kv("last batch", fmt.Sprintf("%d ev %s · claim %s", r.LastBatch, ms(r.LastPublish), ms(r.LastClaim))),
+			kv("published", fmt.Sprintf("%s · fail %s · retry %s", compact(inspect.Count{Value: int64(r.Published)}),
+				compact(inspect.Count{Value: int64(r.Failed)}), compact(inspect.Count{Value: int64(r.Retried)}))),
 		)
 		// The error's text gets the lines the column has left after the
 		// extras and the relays line: one at least, three at most.
