@@ -39,7 +39,9 @@ type Config struct {
 	// records still unacknowledged then count as failed (and, if the brokers do not
 	// answer, as an outage).
 	PublishTimeout time.Duration
-	// Drain makes Run return once nothing is publishable.
+	// Drain makes Run return once nothing is publishable. Events waiting for a
+	// topic that does not exist, like failed ones, do not keep it running: it
+	// logs them and returns.
 	Drain bool
 	// ShutdownTimeout bounds how long Run waits for in-flight batches after its
 	// context is cancelled before it releases their leases. Records waiting for a

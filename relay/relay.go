@@ -224,24 +224,35 @@ func (r *Relay) idle(ctx context.Context) {
 // drained reports whether nothing is left to publish: no batch is in flight here
 // or in any other relay (a live lease anywhere may still fail and come back),
 // nothing is scheduled, and every waiting event waits behind a failed event of its
-// aggregate (ordered mode; without ordering nothing may wait at all). The caller's
-// empty claim is not enough on its own: a scheduled event can come due between
-// that claim and this check. Events left behind failed ones are logged.
+// aggregate (ordered mode; without ordering nothing may wait at all) or for a
+// Kafka topic that does not exist (until an operator creates it: a drain that
+// waited for it would not end). The caller's empty claim is not enough on its
+// own: a scheduled event can come due between that claim and this check. Events
+// left behind are logged.
 func (r *Relay) drained(ctx context.Context) (bool, error) {
 	var leased bool
 	var next *time.Time
-	var waiting, free int
-	if err := r.pool.QueryRow(ctx, r.sql.drainState).Scan(&leased, &next, &waiting, &free); err != nil {
+	var waiting, free, missing int
+	if err := r.pool.QueryRow(ctx, r.sql.drainState, pgx.StrictNamedArgs{"missing": MissingTopicError}).Scan(&leased, &next, &waiting, &free, &missing); err != nil {
 		return false, err
 	}
 	if r.cfg.Ordering == OrderNone {
-		free = waiting
+		free = waiting - missing
 	}
 	if leased || next != nil || free > 0 {
 		return false, nil
 	}
-	if waiting > 0 {
-		r.log.Warn("drained: events wait behind failed events of their aggregates", "waiting", waiting)
+	if missing > 0 {
+		topics := r.Status().MissingTopics
+		names := make([]string, len(topics))
+		for i, t := range topics {
+			names[i] = t.Topic
+		}
+		r.log.Warn("drained: events wait for Kafka topics that do not exist (create them, or run with --kafka-auto-create-topics)",
+			"waiting", missing, "topics", names)
+	}
+	if waiting > missing {
+		r.log.Warn("drained: events wait behind failed events of their aggregates, or behind events waiting for a topic", "waiting", waiting-missing)
 	}
 	return true, nil
 }

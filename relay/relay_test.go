@@ -371,3 +371,37 @@ func TestMarkClearsAnEarlierAttemptsError(t *testing.T) {
 		t.Fatal("the failed row lost its error")
 	}
 }
+
+// A drain does not wait for a topic that does not exist (nobody may ever create
+// it): it ends once only such events, and the events behind them, are left, and
+// says which topics they wait for. They stay waiting, uncharged, not failed.
+func TestDrainEndsWhenOnlyAMissingTopicIsLeft(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if b.kafka.Fake == nil {
+		t.Skip("the real broker auto-creates topics; the missing-topic case runs against kfake")
+	}
+	b.insertSeed(t, 20, 5, "o-")
+	if _, err := b.pool.Exec(context.Background(), `UPDATE outbox_event SET topic = 'absent.topic' WHERE seq IN (SELECT min(seq) FROM outbox_event GROUP BY aggregate_id LIMIT 2)`); err != nil {
+		t.Fatal(err)
+	}
+	cfg := b.config()
+	cfg.Drain = true
+	logs := &capture{}
+	cfg.Logger = slog.New(logs)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := b.relay(t, cfg).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Three aggregates published, two wait: their head for the topic, the rest behind it.
+	if got := b.count(t, "published_at IS NOT NULL"); got != 12 {
+		t.Fatalf("%d of the 12 events of the other aggregates published", got)
+	}
+	if got := b.count(t, "topic = 'absent.topic' AND attempts = 0 AND failed_at IS NULL AND starts_with(last_error, '"+MissingTopicError+"absent.topic ')"); got != 2 {
+		t.Fatalf("%d of 2 events waiting for the missing topic, uncharged", got)
+	}
+	if len(logs.matching(slog.LevelWarn, "drained: events wait for Kafka topics that do not exist")) != 1 {
+		t.Fatalf("the drain did not say it left events waiting for a topic: %q", logs.matching(slog.LevelWarn, "drained"))
+	}
+}
