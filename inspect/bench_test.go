@@ -159,7 +159,7 @@ func benchSnapshotIncident(b *testing.B, more ...string) {
 	c := s.Counts
 	if !s.Partial || c.Bounds.Failed != inspect.LowerBound || c.Failed > 1000000 || c.Scheduled > 200000 || c.Ready > 110000 ||
 		s.Blocked.Bound != inspect.LowerBound {
-		b.Fatalf("unexpected snapshot: %+v blocked %d", c, s.Blocked.Count)
+		b.Fatalf("unexpected snapshot: %+v blocked %d (%q), partial %v", c, s.Blocked.Count, s.Blocked.Bound, s.Partial)
 	}
 	var took []time.Duration
 	b.ResetTimer()
@@ -173,5 +173,5 @@ func benchSnapshotIncident(b *testing.B, more ...string) {
 	b.StopTimer()
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "median-ms")
-	b.Logf("counts %+v blocked %d (estimate %v) publishable age %v", c, s.Blocked.Count, s.Blocked.Estimate, s.OldestPublishableAge)
+	b.Logf("counts %+v blocked %s publishable age %v", c, s.Blocked.Bound.Format(s.Blocked.Count), s.OldestPublishableAge)
 }

@@ -86,10 +86,10 @@ type snapCaps struct {
 }
 
 var defaultCaps = snapCaps{
-	scan:         20_000,
-	probe:        5_000,
-	count:        60_000,
-	failed:       250_000,
+	scan:         5_000,
+	probe:        2_000,
+	count:        20_000,
+	failed:       100_000,
 	failedGroups: 1_000,
 	blockedProbe: 2_000,
 }

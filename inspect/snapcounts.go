@@ -184,21 +184,13 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot,
 	c.Waiting = waiting
 	if !u.covered {
 		s.Partial = true
-		if err := i.countPastScan(ctx, tx, s); err != nil {
+		// The scan's rows may hold few of the ready ones (retries first in the
+		// relay's order): count and place the rows along their own indexes.
+		var err error
+		if waiting, publishable, readyProbed, err = i.countPastScan(ctx, tx, s, u); err != nil {
 			return fmt.Errorf("counting: %w", err)
 		}
-		// The scan's rows may hold few of the ready ones (retries first in the
-		// relay's order): place the ready rows found along their own indexes.
-		var err error
-		if waiting, publishable, readyProbed, err = i.probeReady(ctx, tx, s, u); err != nil {
-			return fmt.Errorf("probing: %w", err)
-		}
 		c.Waiting = waiting
-		if c.Bounds.Ready != Exact {
-			// The ranges' tallies stop at their cap counting leased rows too;
-			// the ready rows placed are as many distinct ready rows.
-			c.Ready = max(c.Ready, waiting+publishable)
-		}
 	}
 	switch {
 	case c.Bounds.Ready == Exact && readyProbed:
@@ -236,29 +228,43 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot,
 	return nil
 }
 
-// probeReady reads the ready rows along the two index ranges that hold them
-// (countPastScan's first two), at most caps.count each, groups them by
-// aggregate and probes the heads of the caps.probe aggregates with the most:
-// the waiting and publishable rows found, and whether every aggregate of the
-// rows read was probed. Blocked heads found join u.probes (for snapBlocked).
-func (i *Inspector) probeReady(ctx context.Context, tx pgx.Tx, s *Snapshot, u *unpublished) (waiting, publishable int64, all bool, err error) {
+// countPastScan counts the unpublished, not failed rows by state along three
+// index ranges that hold each such row once, however the blocked hint is set:
+// not blocked and available (outbox_claim_idx: ready or leased), blocked and
+// available (outbox_blocked_idx), available later (outbox_ready_idx past now():
+// scheduled or leased; failed ones there are read, not counted). Each range
+// stops at caps.count rows; a range that did not makes its states' counts
+// exact, one that did makes them lower bounds. A count is never below the
+// scan's (both count rows that exist).
+//
+// The ready rows of the first two ranges are grouped by aggregate in the same
+// statement and the heads of the caps.probe aggregates with the most are
+// probed: the waiting and publishable rows found, and whether every aggregate
+// of the ready rows read was probed. Blocked heads found join u.probes (for
+// snapBlocked).
+func (i *Inspector) countPastScan(ctx context.Context, tx pgx.Tx, s *Snapshot, u *unpublished) (waiting, publishable int64, all bool, err error) {
 	cp := i.snapCaps()
-	rows, err := tx.Query(ctx, `WITH r AS MATERIALIZED (
-			(SELECT aggregate_type, aggregate_id, seq, created_at, available_at FROM `+i.outbox+`
-				WHERE published_at IS NULL AND failed_at IS NULL AND NOT blocked AND available_at <= now()
-					AND (lease_until IS NULL OR lease_until <= now())
-				ORDER BY available_at, seq LIMIT $1)
-			UNION ALL
-			(SELECT aggregate_type, aggregate_id, seq, created_at, available_at FROM `+i.outbox+`
-				WHERE blocked AND published_at IS NULL AND failed_at IS NULL AND available_at <= now()
-					AND (lease_until IS NULL OR lease_until <= now())
-				ORDER BY aggregate_type, aggregate_id, seq LIMIT $1)
+	const tally = `count(*), count(*) FILTER (WHERE ` + wire.ReadySQL + `), count(*) FILTER (WHERE ` + wire.ScheduledSQL + `),
+		count(*) FILTER (WHERE ` + wire.LeasedSQL + `), count(*) FILTER (WHERE ` + wire.ExpiredLeaseSQL + `)`
+	cols := `aggregate_type, aggregate_id, seq, created_at, available_at, lease_until, lease_token, published_at, failed_at`
+	rows, err := tx.Query(ctx, `WITH r0 AS MATERIALIZED (
+			SELECT `+cols+` FROM `+i.outbox+`
+			WHERE published_at IS NULL AND failed_at IS NULL AND NOT blocked AND available_at <= now()
+			ORDER BY available_at, seq LIMIT $1
+		), r1 AS MATERIALIZED (
+			SELECT `+cols+` FROM `+i.outbox+`
+			WHERE blocked AND published_at IS NULL AND failed_at IS NULL AND available_at <= now()
+			ORDER BY aggregate_type, aggregate_id, seq LIMIT $1
 		), a AS MATERIALIZED (
 			SELECT aggregate_type, aggregate_id, count(*) AS ready, min(seq) AS first,
 				min(greatest(created_at, available_at)) AS since
-			FROM r GROUP BY aggregate_type, aggregate_id ORDER BY 3 DESC, 4 LIMIT $2
+			FROM (SELECT * FROM r0 UNION ALL SELECT * FROM r1) r WHERE `+wire.ReadySQL+`
+			GROUP BY aggregate_type, aggregate_id ORDER BY 3 DESC, 4 LIMIT $2
 		)
-		SELECT a.aggregate_type, a.aggregate_id, a.ready, extract(epoch from now() - a.since)::float8, h.seq, h.blocks
+		SELECT 0, `+tally+`, NULL::text, NULL::text, NULL::float8, NULL::bigint, NULL::boolean FROM r0
+		UNION ALL SELECT 1, `+tally+`, NULL, NULL, NULL, NULL, NULL FROM r1
+		UNION ALL SELECT 2, a.ready, NULL, NULL, NULL, NULL, a.aggregate_type, a.aggregate_id,
+			extract(epoch from now() - a.since)::float8, h.seq, h.blocks
 		FROM a CROSS JOIN LATERAL (
 			SELECT p.seq, `+headBlocksSQL+` AS blocks FROM `+i.outbox+` p
 			WHERE p.published_at IS NULL AND p.aggregate_type = a.aggregate_type AND p.aggregate_id = a.aggregate_id
@@ -266,55 +272,52 @@ func (i *Inspector) probeReady(ctx context.Context, tx pgx.Tx, s *Snapshot, u *u
 	if err != nil {
 		return 0, 0, false, err
 	}
-	defer rows.Close()
-	n := 0
+	type part struct{ rows, ready, scheduled, leased, expired int64 }
+	var parts [3]part
+	probes := 0
 	for rows.Next() {
-		var p probed
-		var since float64
-		if err := rows.Scan(&p.key.typ, &p.key.id, &p.ready, &since, &p.headSeq, &p.blocks); err != nil {
+		var kind int
+		var n int64
+		var ready, scheduled, leased, expired, headSeq *int64
+		var typ, id *string
+		var since *float64
+		var blocks *bool
+		if err := rows.Scan(&kind, &n, &ready, &scheduled, &leased, &expired, &typ, &id, &since, &headSeq, &blocks); err != nil {
+			rows.Close()
 			return 0, 0, false, err
 		}
-		n++
+		if kind < 2 {
+			parts[kind] = part{n, *ready, *scheduled, *leased, *expired}
+			continue
+		}
+		probes++
+		p := probed{key: aggKey{*typ, *id}, ready: n, headSeq: *headSeq, blocks: *blocks}
 		if p.blocks {
 			waiting += p.ready
 			u.probes = append(u.probes, p)
 		} else {
 			publishable += p.ready
-			s.OldestPublishableAge = max(s.OldestPublishableAge, seconds(since))
+			s.OldestPublishableAge = max(s.OldestPublishableAge, seconds(*since))
 		}
 	}
-	return waiting, publishable, n <= cp.probe, rows.Err()
-}
-
-// countPastScan counts the unpublished, not failed rows by state along three
-// index ranges that hold each such row once, however the blocked hint is set:
-// not blocked and available (outbox_claim_idx: ready or leased), blocked and
-// available (outbox_blocked_idx), available later (outbox_ready_idx past now():
-// scheduled or leased). Each range stops at caps.count rows; a range that did
-// not makes its states' counts exact, one that did makes them lower bounds. A
-// count is never below the scan's (both count rows that exist).
-func (i *Inspector) countPastScan(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
-	cp := i.snapCaps()
-	type part struct{ rows, ready, scheduled, leased, expired int64 }
-	const tally = `count(*), count(*) FILTER (WHERE ` + wire.ReadySQL + `), count(*) FILTER (WHERE ` + wire.ScheduledSQL + `),
-		count(*) FILTER (WHERE ` + wire.LeasedSQL + `), count(*) FILTER (WHERE ` + wire.ExpiredLeaseSQL + `)`
-	ranges := []string{
-		`SELECT ` + tally + ` FROM (SELECT * FROM ` + i.outbox + `
-			WHERE published_at IS NULL AND failed_at IS NULL AND NOT blocked AND available_at <= now()
-			ORDER BY available_at, seq LIMIT $1) r`,
-		`SELECT ` + tally + ` FROM (SELECT * FROM ` + i.outbox + `
-			WHERE blocked AND published_at IS NULL AND failed_at IS NULL AND available_at <= now()
-			ORDER BY aggregate_type, aggregate_id, seq LIMIT $1) r`,
-		`SELECT ` + tally + ` FROM (SELECT * FROM ` + i.outbox + `
-			WHERE published_at IS NULL AND failed_at IS NULL AND available_at > now()
-			ORDER BY available_at, created_at, event_id LIMIT $1) r`,
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, 0, false, err
 	}
-	var parts [3]part
-	for k, q := range ranges {
-		p := &parts[k]
-		if err := tx.QueryRow(ctx, q, cp.count+1).Scan(&p.rows, &p.ready, &p.scheduled, &p.leased, &p.expired); err != nil {
-			return err
-		}
+	// Failed rows are read in this range too, and not counted: naming failed_at
+	// in the condition made the planner read outbox_claim_seq_idx whole and sort
+	// it (217 ms beside a storm instead of 20). The earliest retry comes with it:
+	// the scan's may not be the earliest.
+	p := &parts[2]
+	var next *time.Time
+	if err := tx.QueryRow(ctx, `SELECT `+tally+`, min(available_at) FILTER (WHERE `+wire.ScheduledSQL+`)
+		FROM (SELECT * FROM `+i.outbox+` WHERE published_at IS NULL AND available_at > now()
+			ORDER BY available_at, created_at, event_id LIMIT $1) r`, cp.count+1).
+		Scan(&p.rows, &p.ready, &p.scheduled, &p.leased, &p.expired, &next); err != nil {
+		return 0, 0, false, err
+	}
+	if next != nil && (s.NextScheduledAt == nil || next.Before(*s.NextScheduledAt)) {
+		s.NextScheduledAt = next
 	}
 	done := func(ks ...int) Bound {
 		for _, k := range ks {
@@ -336,19 +339,9 @@ func (i *Inspector) countPastScan(ctx context.Context, tx pgx.Tx, s *Snapshot) e
 	set(&c.Scheduled, &c.Bounds.Scheduled, parts[2].scheduled, done(2))
 	set(&c.Leased, &c.Bounds.Leased, parts[0].leased+parts[1].leased+parts[2].leased, done(0, 1, 2))
 	set(&s.ExpiredLeases, &c.Bounds.ExpiredLeases, parts[0].expired+parts[1].expired+parts[2].expired, done(0, 1, 2))
-	// The scan's earliest retry may not be the earliest: the range past now()
-	// reads them in available_at order.
-	var next *time.Time
-	if err := tx.QueryRow(ctx, `SELECT min(available_at) FROM (SELECT available_at, lease_until FROM `+i.outbox+`
-			WHERE published_at IS NULL AND failed_at IS NULL AND available_at > now()
-			ORDER BY available_at, created_at, event_id LIMIT $1) r
-		WHERE lease_until IS NULL OR lease_until <= now()`, cp.count+1).Scan(&next); err != nil {
-		return err
-	}
-	if next != nil && (s.NextScheduledAt == nil || next.Before(*s.NextScheduledAt)) {
-		s.NextScheduledAt = next
-	}
-	return nil
+	// The ready rows placed are as many distinct ready rows.
+	c.Ready = max(c.Ready, waiting+publishable)
+	return waiting, publishable, probes <= cp.probe, nil
 }
 
 // snapFailed counts the failed events (an index-only count of outbox_failed_idx,
@@ -416,13 +409,13 @@ func (i *Inspector) snapFailed(ctx context.Context, tx pgx.Tx, s *Snapshot, byTy
 
 // snapBlocked counts the blocked aggregates and lists the BlockedLimit that do
 // the most harm. The blockers come from three reads, each bounded: the heads
-// probed by the scan (aggregates with unpublished, not failed rows), the oldest
-// caps.blockedProbe failures and the soonest caps.blockedProbe retries, each
-// asked whether it heads its aggregate. The count is exact when the scan read
-// every not failed row, every aggregate of them was probed and every failed row
-// was asked (then every blocker was seen: a scheduled one heads an aggregate the
-// scan probed, a failed one is among the failures); else it is the blocked
-// aggregates found, a lower bound.
+// probed by the scan and past it (aggregates with unpublished, not failed
+// rows), the oldest caps.blockedProbe failures and the soonest
+// caps.blockedProbe retries, each asked whether it heads its aggregate. The
+// count is exact when every failed row was asked and either every scheduled
+// row was too or the scan read every not failed row and probed every aggregate
+// of them (then every blocker was seen); else it is the blocked aggregates
+// found, a lower bound.
 func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot, u *unpublished) error {
 	cp := i.snapCaps()
 	rows, err := tx.Query(ctx, `WITH failed_read AS MATERIALIZED (
@@ -434,12 +427,13 @@ func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot, u *
 		)
 		SELECT aggregate_type, aggregate_id, seq FROM failed_read WHERE head
 		UNION ALL SELECT aggregate_type, aggregate_id, seq FROM scheduled_read WHERE head
-		UNION ALL SELECT NULL, NULL, (SELECT count(*) FROM failed_read)`, cp.blockedProbe+1)
+		UNION ALL SELECT NULL, 'failed', (SELECT count(*) FROM failed_read)
+		UNION ALL SELECT NULL, 'scheduled', (SELECT count(*) FROM scheduled_read)`, cp.blockedProbe+1)
 	if err != nil {
 		return err
 	}
 	found := map[aggKey]int64{} // blocker seq by aggregate
-	var failedRead int64
+	var failedRead, scheduledRead int64
 	for rows.Next() {
 		var typ, id *string
 		var seq int64
@@ -447,7 +441,11 @@ func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot, u *
 			return err
 		}
 		if typ == nil {
-			failedRead = seq
+			if *id == "failed" {
+				failedRead = seq
+			} else {
+				scheduledRead = seq
+			}
 			continue
 		}
 		found[aggKey{*typ, *id}] = seq
@@ -464,7 +462,11 @@ func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot, u *
 		}
 	}
 	s.Blocked.Count = int64(len(found))
-	if !u.covered || !u.probedAll || failedRead > int64(cp.blockedProbe) {
+	// Every failed head was seen when every failed row was asked; every
+	// scheduled one when every scheduled row was, or every aggregate with a not
+	// failed row was probed.
+	allFailed, allScheduled := failedRead <= int64(cp.blockedProbe), scheduledRead <= int64(cp.blockedProbe)
+	if !allFailed || !(allScheduled || u.covered && u.probedAll) {
 		s.Blocked.Bound = LowerBound
 	}
 	s.Blocked.Estimate = s.Blocked.Bound != Exact
