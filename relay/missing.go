@@ -125,6 +125,9 @@ func (t *missingTopics) saw(topic string, ids []uuid.UUID, now time.Time) (strik
 
 // published forgets topic: Kafka took a record for it, so it exists.
 func (t *missingTopics) published(topic string, now time.Time) {
+	if t.size.Load() == 0 {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.topics[topic]; ok {
