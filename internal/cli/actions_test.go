@@ -72,3 +72,23 @@ func TestActionAcceptsTheShortIdsTraceAccepts(t *testing.T) {
 		t.Fatalf("the skipped event is not in the archive, unpublished: %v", err)
 	}
 }
+
+// The help names what each action does to an event: skip archives the blocking
+// event without publishing it (migration 008's skip), so its aggregate moves on;
+// park is the one that marks events failed.
+func TestHelpSaysWhatSkipAndParkDo(t *testing.T) {
+	t.Parallel()
+	r := run(t, nil, "help")
+	lines := map[string]string{}
+	for _, l := range strings.Split(r.out, "\n") {
+		if f := strings.Fields(l); len(f) > 1 {
+			lines[f[0]] = l
+		}
+	}
+	if s := lines["skip"]; !strings.Contains(s, "archive") || !strings.Contains(s, "unpublished") || strings.Contains(s, "park") {
+		t.Errorf("help on skip: %q", s)
+	}
+	if p := lines["park"]; !strings.Contains(p, "failed on purpose") {
+		t.Errorf("help on park: %q", p)
+	}
+}
