@@ -61,3 +61,51 @@ func TestEachFunctionHasOneFile(t *testing.T) {
 		}
 	}
 }
+
+// syntax are the words a '(' may follow in the function files that are not
+// calls of a function: SQL's own constructs (COALESCE and its kin are syntax,
+// not functions, and cannot be schema-qualified) and keywords before a
+// parenthesis.
+var syntax = map[string]bool{
+	"coalesce": true, "nullif": true, "greatest": true, "least": true,
+	"in": true, "any": true, "all": true, "exists": true, "values": true, "as": true, "using": true,
+	"conflict": true, "and": true, "or": true, "not": true, "from": true, "where": true, "if": true,
+	"elsif": true, "when": true, "then": true, "else": true, "select": true, "operator": true, "on": true,
+	"return": true, "returns": true, "into": true, "set": true, "join": true, "distinct": true,
+}
+
+var callLike = regexp.MustCompile(`(?i)(\.?)\b([a-z_][a-z0-9_$]*)\s*\(`)
+
+// TestFunctionsQualifyBuiltins: in the function files every call of a function
+// or aggregate names its schema (pg_catalog.now(), {{.schema}}.outboxtop_state),
+// except SQL's own constructs, so a function with a more exact signature in the
+// outbox schema is never what runs (see the package doc). A word before '(' that
+// is neither qualified nor syntax fails the test: qualify it, or if it really is
+// syntax, add it above. TestShadowedBuiltinsAreNeverCalled (test/security) checks
+// the operators, and the calls, by running every function.
+func TestFunctionsQualifyBuiltins(t *testing.T) {
+	names, err := migrations.FunctionNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	strip := regexp.MustCompile(`--[^\n]*|'(?:[^']|'')*'`)
+	for _, name := range names {
+		body, err := os.ReadFile(filepath.Join("functions", name+".sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := strip.ReplaceAllString(string(body), "''")
+		for _, m := range callLike.FindAllStringSubmatchIndex(code, -1) {
+			dot, word := code[m[2]:m[3]], strings.ToLower(code[m[4]:m[5]])
+			if dot == "." || syntax[word] {
+				continue
+			}
+			// A table alias's column list: INSERT INTO t AS r (a, b).
+			if before := strings.Fields(code[:m[4]]); len(before) > 0 && strings.EqualFold(before[len(before)-1], "as") {
+				continue
+			}
+			line := strings.Count(code[:m[0]], "\n") + 1
+			t.Errorf("functions/%s.sql:%d: %s( is not schema-qualified (pg_catalog.%s(…))", name, line, word, word)
+		}
+	}
+}

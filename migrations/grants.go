@@ -106,6 +106,8 @@ func GrantSQL(role, schema, grantee string) (string, error) {
 		fmt.Fprintf(&b, "-- Start from nothing: removes what earlier grants gave on these tables.\n")
 		fmt.Fprintf(&b, "REVOKE ALL ON %[1]s.outbox_event, %[1]s.outbox_event_archive, %[1]s.outbox_audit,\n"+
 			"    %[1]s.consumed_event, %[1]s.outbox_relay, %[1]s.outboxtop_schema_version FROM %[2]s;\n", s, g)
+		fmt.Fprintf(&b, "REVOKE CREATE ON SCHEMA %s FROM %s;\n", s, g)
+		b.WriteString(schemaCreateCheck(schema))
 		for _, stmt := range r.grants {
 			if !strings.Contains(stmt, "%[") {
 				b.WriteString(stmt + "\n")
@@ -122,4 +124,38 @@ func GrantSQL(role, schema, grantee string) (string, error) {
 		return b.String(), nil
 	}
 	return "", fmt.Errorf("unknown role %q (one of %s)", role, GrantRoleNames())
+}
+
+// schemaCreateCheck is a DO block that fails, naming who and the statements that
+// fix it, when roles other than the owner may create objects in schema (see
+// SchemaCreators): the printed grants are applied by the owner, in the database,
+// so the check runs where the privileges are. Everything in it is qualified: it
+// runs with the applying session's search_path.
+func schemaCreateCheck(schema string) string {
+	lit := quoteLiteral(schema)
+	return "-- The schema must let no role but its owner create objects in it: one that can\n" +
+		"-- could make outboxtop's SECURITY DEFINER functions run its code as their owner.\n" +
+		"DO $check$\n" +
+		"DECLARE\n" +
+		"    who text[];\n" +
+		"BEGIN\n" +
+		"    SELECT pg_catalog.array_agg(c.who ORDER BY c.grantee <> 0::oid, c.who) INTO who FROM (\n" +
+		"        SELECT DISTINCT a.grantee,\n" +
+		"            CASE WHEN a.grantee = 0::oid THEN 'PUBLIC' ELSE pg_catalog.quote_ident(r.rolname) END AS who\n" +
+		"        FROM pg_catalog.pg_namespace n\n" +
+		"        CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) a\n" +
+		"        LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee\n" +
+		"        WHERE n.nspname = " + lit + " AND a.privilege_type = 'CREATE'\n" +
+		"          AND (a.grantee = 0::oid OR NOT (r.rolsuper\n" +
+		"               OR pg_catalog.pg_has_role(a.grantee, n.nspowner, 'MEMBER')\n" +
+		"               OR pg_catalog.pg_has_role(a.grantee, current_user, 'MEMBER')))) c;\n" +
+		"    IF who IS NOT NULL THEN\n" +
+		"        RAISE EXCEPTION 'schema % lets % create objects in it: such a role could run its code as the owner of outboxtop''s functions',\n" +
+		"            pg_catalog.quote_ident(" + lit + "), pg_catalog.array_to_string(who, ', ')\n" +
+		"            USING HINT = 'As the schema''s owner: ' || (SELECT pg_catalog.string_agg(\n" +
+		"                'REVOKE CREATE ON SCHEMA ' || pg_catalog.quote_ident(" + lit + ") || ' FROM ' || w || ';', ' ')\n" +
+		"                FROM pg_catalog.unnest(who) w);\n" +
+		"    END IF;\n" +
+		"END\n" +
+		"$check$;\n"
 }

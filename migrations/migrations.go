@@ -11,6 +11,19 @@
 // database at any version ends with the same functions. Both kinds are Go
 // templates over the same data ({{.schema}}, {{.channel}}).
 //
+// The SECURITY DEFINER functions run as their owner with search_path pinned to
+// pg_catalog, the schema and pg_temp. That order is not enough on its own:
+// PostgreSQL weighs functions and operators of different argument types on an
+// equal footing wherever they are on the path, and prefers an exact match over a
+// polymorphic built-in, so a cardinality(uuid[]) in the schema would win over
+// pg_catalog's cardinality(anyarray). Every built-in function and aggregate is
+// therefore called as pg_catalog.name(…), and array operators as functions
+// (pg_catalog.array_cat) or OPERATOR(pg_catalog.<@). Operators whose built-in
+// takes exactly the operands' types (text || text, uuid = uuid, timestamptz >
+// timestamptz) are left plain: an operator with the same argument types elsewhere
+// loses to pg_catalog's, which comes first. A test shadows every built-in the
+// functions use and fails when one of the shadows runs.
+//
 // A function file must stay safe to apply again: CREATE OR REPLACE keeps the
 // function's owner and grants (its ACL), REVOKE is idempotent, and anything else
 // checks first. CREATE OR REPLACE cannot change a function's arguments or result
@@ -103,6 +116,21 @@ func Migrate(ctx context.Context, conn *pgx.Conn, schema string, onStart func(ve
 		// A fresh context: the caller's may be cancelled, and a session lock left
 		// behind would block the next migrate until the connection closes.
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lock)
+	}()
+
+	// Only pg_catalog for the session: the migrations name every object of
+	// theirs with its schema, and a role that may create in a schema on the
+	// caller's path could otherwise shadow a built-in they call (an operator
+	// with more exact argument types) and run as the migrating role.
+	var path string
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_setting('search_path')").Scan(&path); err != nil {
+		return 0, 0, fmt.Errorf("reading search_path: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false)"); err != nil {
+		return 0, 0, fmt.Errorf("setting search_path: %w", err)
+	}
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_catalog.set_config('search_path', $1, false)", path)
 	}()
 
 	ident := pgx.Identifier{schema}.Sanitize()

@@ -8,7 +8,9 @@ import (
 )
 
 // runGrants is outboxtop grants: it prints migrations.GrantSQL, which lives next
-// to the tables and functions it grants so the two change together.
+// to the tables and functions it grants so the two change together. It needs no
+// database: the printed statements check the schema themselves where they are
+// applied, and fail while roles other than its owner may create objects in it.
 func runGrants(_ context.Context, args []string, io IO) error {
 	fs := newFlagSet("grants", io)
 	role := fs.String("role", "", "which role's grants to print: "+migrations.GrantRoleNames()+" (required)")

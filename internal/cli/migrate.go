@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/outboxtop/outboxtop/migrations"
 )
 
@@ -11,6 +13,8 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 	fs := newFlagSet("migrate", io)
 	var db dbFlags
 	db.register(fs)
+	allowCreate := fs.Bool("allow-schema-create", false,
+		"migrate even though roles other than the schema's owner may create objects in it (warns instead of refusing)")
 	if err := parse(fs, args, io); err != nil {
 		return err
 	}
@@ -19,11 +23,24 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	// A role that may create in the schema could shadow a built-in the SECURITY
+	// DEFINER functions call and run as their owner: refuse before creating them.
+	warned, err := checkSchemaCreators(ctx, io, conn, db.schema, *allowCreate, "nothing was changed")
+	if err != nil {
+		return err
+	}
 	from, to, err := migrations.Migrate(ctx, conn, db.schema, func(version int32, name string) {
 		fmt.Fprintf(io.Out, "applying %s\n", name)
 	})
 	if err != nil {
 		return err
+	}
+	// A schema this run created may have been given privileges by default
+	// (ALTER DEFAULT PRIVILEGES … ON SCHEMAS).
+	if !warned {
+		if _, err := checkSchemaCreators(ctx, io, conn, db.schema, *allowCreate, "the schema is migrated"); err != nil {
+			return err
+		}
 	}
 	// from is read under the migration lock, so a migrate that waited for another
 	// one reports that it applied nothing rather than repeating the other's work.
@@ -33,4 +50,23 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 		fmt.Fprintf(io.Out, "schema %s migrated from version %d to %d\n", db.schema, from, to)
 	}
 	return nil
+}
+
+// checkSchemaCreators refuses (or, with allow, warns about) a schema in which
+// roles other than its owner may create objects; done says what state a
+// refusal leaves. It reports whether it warned.
+func checkSchemaCreators(ctx context.Context, io IO, conn *pgx.Conn, schema string, allow bool, done string) (bool, error) {
+	creators, err := migrations.SchemaCreators(ctx, conn, schema)
+	if err != nil {
+		return false, err
+	}
+	if len(creators) == 0 {
+		return false, nil
+	}
+	fix := migrations.SchemaCreatorsFix(schema, creators)
+	if allow {
+		fmt.Fprintf(io.Err, "outboxtop: warning: %s\n(--allow-schema-create: migrating anyway)\n", fix)
+		return true, nil
+	}
+	return false, exitError{ExitFailure, fmt.Sprintf("%s\nor pass --allow-schema-create to migrate anyway; %s", fix, done)}
 }

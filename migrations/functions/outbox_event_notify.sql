@@ -4,7 +4,7 @@
 CREATE OR REPLACE FUNCTION {{.schema}}.outbox_event_notify() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify({{.channel}}, '');
+    PERFORM pg_catalog.pg_notify({{.channel}}, '');
     RETURN NULL;
 END;
 $$;

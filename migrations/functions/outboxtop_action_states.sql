@@ -17,12 +17,12 @@ BEGIN
         RAISE EXCEPTION 'unknown action %', p_action USING ERRCODE = '22023';
     END IF;
     IF 'pending' = ANY (wanted) THEN
-        wanted := array_remove(wanted, 'pending') || ARRAY['ready', 'scheduled'];
+        wanted := pg_catalog.array_cat(pg_catalog.array_remove(wanted, 'pending'), ARRAY['ready', 'scheduled']);
     END IF;
-    IF cardinality(wanted) = 0 THEN
+    IF pg_catalog.cardinality(wanted) = 0 THEN
         RETURN allowed;
     END IF;
-    IF NOT wanted <@ allowed THEN
+    IF NOT wanted OPERATOR(pg_catalog.<@) allowed THEN
         RAISE EXCEPTION '% applies to % events, not %', p_action, allowed, wanted USING ERRCODE = '22023';
     END IF;
     RETURN wanted;

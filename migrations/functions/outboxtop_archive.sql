@@ -30,17 +30,17 @@ BEGIN
             headers = excluded.headers, last_error = excluded.last_error, failed_at = excluded.failed_at,
             kafka_topic = excluded.kafka_topic, kafka_partition = excluded.kafka_partition,
             kafka_offset = excluded.kafka_offset, replay_of = excluded.replay_of,
-            lease_holder = excluded.lease_holder, archived_at = now()
+            lease_holder = excluded.lease_holder, archived_at = pg_catalog.now()
         RETURNING event_id, seq
     )
-    SELECT count(*), coalesce((array_agg(event_id ORDER BY seq))[1:1000], '{}')
+    SELECT pg_catalog.count(*), coalesce((pg_catalog.array_agg(event_id ORDER BY seq))[1:1000], '{}')
     INTO out_rows, out_event_ids FROM archived;
     IF p_audit_id IS NULL THEN
         out_audit_id := {{.schema}}.outboxtop_audit_write(p_actor, 'archive', p_filter, out_event_ids, out_rows, p_reason);
         RETURN;
     END IF;
     UPDATE {{.schema}}.outbox_audit a
-    SET rows = a.rows + out_rows, event_ids = (coalesce(a.event_ids, '{}') || out_event_ids)[1:1000]
+    SET rows = a.rows + out_rows, event_ids = (pg_catalog.array_cat(coalesce(a.event_ids, '{}'), out_event_ids))[1:1000]
     WHERE a.audit_id = p_audit_id AND a.action = 'archive' AND a.actor = p_actor AND a.db_user = session_user;
     GET DIAGNOSTICS updated = ROW_COUNT;
     IF updated <> 1 THEN

@@ -8,7 +8,7 @@ BEGIN
     WITH moved AS (
         DELETE FROM {{.schema}}.outbox_event WHERE event_id IN (
             SELECT event_id FROM {{.schema}}.outbox_event
-            WHERE published_at IS NOT NULL AND published_at <= now() - p_age
+            WHERE published_at IS NOT NULL AND published_at <= pg_catalog.now() - p_age
             ORDER BY published_at LIMIT p_batch FOR UPDATE SKIP LOCKED)
         AND published_at IS NOT NULL
         RETURNING *
@@ -29,10 +29,10 @@ BEGIN
             headers = excluded.headers, last_error = excluded.last_error, failed_at = excluded.failed_at,
             kafka_topic = excluded.kafka_topic, kafka_partition = excluded.kafka_partition,
             kafka_offset = excluded.kafka_offset, replay_of = excluded.replay_of,
-            lease_holder = excluded.lease_holder, archived_at = now()
+            lease_holder = excluded.lease_holder, archived_at = pg_catalog.now()
         RETURNING 1
     )
-    SELECT count(*) INTO n FROM archived;
+    SELECT pg_catalog.count(*) INTO n FROM archived;
     RETURN n;
 END;
 $$;

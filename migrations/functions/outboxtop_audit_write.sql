@@ -6,7 +6,7 @@ RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {
 DECLARE
     id bigint;
 BEGIN
-    IF coalesce(btrim(p_actor), '') = '' THEN
+    IF coalesce(pg_catalog.btrim(p_actor), '') = '' THEN
         RAISE EXCEPTION 'an action needs an actor' USING ERRCODE = '22023';
     END IF;
     INSERT INTO {{.schema}}.outbox_audit (actor, action, filter, event_ids, rows, reason)

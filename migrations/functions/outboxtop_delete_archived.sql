@@ -6,7 +6,7 @@ DECLARE
 BEGIN
     DELETE FROM {{.schema}}.outbox_event_archive WHERE event_id IN (
         SELECT event_id FROM {{.schema}}.outbox_event_archive
-        WHERE archived_at <= now() - p_age AND published_at IS NOT NULL
+        WHERE archived_at <= pg_catalog.now() - p_age AND published_at IS NOT NULL
         ORDER BY archived_at LIMIT p_batch FOR UPDATE SKIP LOCKED);
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;

@@ -6,18 +6,18 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_
 DECLARE
     st text[] := {{.schema}}.outboxtop_action_states('park', p_states);
 BEGIN
-    IF coalesce(btrim(p_reason), '') = '' THEN
+    IF coalesce(pg_catalog.btrim(p_reason), '') = '' THEN
         RAISE EXCEPTION 'park: a reason is required' USING ERRCODE = '22023';
     END IF;
     PERFORM {{.schema}}.outboxtop_lock_events(p_ids);
     WITH changed AS (
         UPDATE {{.schema}}.outbox_event e
-        SET failed_at = now(), last_error = 'parked by ' || p_actor || ': ' || p_reason
+        SET failed_at = pg_catalog.now(), last_error = 'parked by ' || p_actor || ': ' || p_reason
         WHERE e.event_id = ANY (p_ids)
           AND {{.schema}}.outboxtop_state(e.published_at, e.failed_at, e.lease_until, e.available_at) = ANY (st)
         RETURNING e.event_id, e.seq
     )
-    SELECT count(*), coalesce((array_agg(event_id ORDER BY seq))[1:1000], '{}')
+    SELECT pg_catalog.count(*), coalesce((pg_catalog.array_agg(event_id ORDER BY seq))[1:1000], '{}')
     INTO out_rows, out_event_ids FROM changed;
     out_audit_id := {{.schema}}.outboxtop_audit_write(p_actor, 'park', p_filter, out_event_ids, out_rows, p_reason);
 END;

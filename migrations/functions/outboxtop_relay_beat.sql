@@ -11,8 +11,8 @@ DECLARE
 BEGIN
     INSERT INTO {{.schema}}.outbox_relay AS r (holder, db_user, state, started_at, seen_at, interval_ms,
         in_flight, version, ordering, batch_size)
-    VALUES (p_holder, session_user, p_state, now(), now(), p_interval_ms, greatest(p_in_flight, 0),
-        left(coalesce(p_version, ''), 100), left(coalesce(p_ordering, ''), 20), greatest(p_batch_size, 0))
+    VALUES (p_holder, session_user, p_state, pg_catalog.now(), pg_catalog.now(), p_interval_ms, greatest(p_in_flight, 0),
+        pg_catalog.left(coalesce(p_version, ''), 100), pg_catalog.left(coalesce(p_ordering, ''), 20), greatest(p_batch_size, 0))
     ON CONFLICT (holder) DO UPDATE SET
         state = excluded.state, seen_at = excluded.seen_at, interval_ms = excluded.interval_ms,
         in_flight = excluded.in_flight, version = excluded.version, ordering = excluded.ordering,
@@ -21,8 +21,8 @@ BEGIN
     WHERE r.db_user = session_user;
     GET DIAGNOSTICS n = ROW_COUNT;
     DELETE FROM {{.schema}}.outbox_relay
-    WHERE seen_at < now() - interval '1 day'
-       OR (state = 'stopped' AND seen_at < now() - interval '1 hour');
+    WHERE seen_at < pg_catalog.now() - interval '1 day'
+       OR (state = 'stopped' AND seen_at < pg_catalog.now() - interval '1 hour');
     RETURN n = 1;
 END;
 $$;
@@ -48,7 +48,7 @@ BEGIN
         FROM (SELECT pg_catalog.aclexplode(attacl) AS acl FROM pg_catalog.pg_attribute
               WHERE attrelid = '{{.schema}}.outbox_event'::regclass AND attname = 'lease_token'
                 AND attacl IS NOT NULL) a
-        WHERE (a.acl).privilege_type = 'UPDATE' AND (a.acl).grantee <> 0
+        WHERE (a.acl).privilege_type = 'UPDATE' AND (a.acl).grantee <> 0::oid
     LOOP
         EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION {{.schema}}.outboxtop_relay_beat(text, text, boolean, integer, integer, text, text, integer) TO %s', r);
     END LOOP;

@@ -16,11 +16,11 @@ BEGIN
             WITH ins AS (
                 INSERT INTO {{.schema}}.outbox_event (event_id, aggregate_type, aggregate_id, event_type,
                     payload, topic, headers, replay_of)
-                SELECT gen_random_uuid(), aggregate_type, aggregate_id, event_type, payload, topic, headers, event_id
+                SELECT pg_catalog.gen_random_uuid(), aggregate_type, aggregate_id, event_type, payload, topic, headers, event_id
                 FROM {{.schema}}.outbox_event
                 WHERE event_id = ANY (p_ids) AND published_at IS NOT NULL ORDER BY seq
                 RETURNING event_id, seq
-            ) SELECT coalesce(array_agg(event_id ORDER BY seq), '{}') INTO more FROM ins;
+            ) SELECT coalesce(pg_catalog.array_agg(event_id ORDER BY seq), '{}') INTO more FROM ins;
         ELSE
             WITH moved AS (
                 DELETE FROM {{.schema}}.outbox_event
@@ -29,24 +29,24 @@ BEGIN
             ), ins AS (
                 INSERT INTO {{.schema}}.outbox_event (event_id, aggregate_type, aggregate_id, event_type,
                     payload, created_at, available_at, attempts, topic, headers, replay_of)
-                SELECT event_id, aggregate_type, aggregate_id, event_type, payload, created_at, now(),
+                SELECT event_id, aggregate_type, aggregate_id, event_type, payload, created_at, pg_catalog.now(),
                     0, topic, headers, event_id
                 FROM moved ORDER BY seq
                 RETURNING event_id, seq
-            ) SELECT coalesce(array_agg(event_id ORDER BY seq), '{}') INTO more FROM ins;
+            ) SELECT coalesce(pg_catalog.array_agg(event_id ORDER BY seq), '{}') INTO more FROM ins;
         END IF;
-        ids := ids || more;
+        ids := pg_catalog.array_cat(ids, more);
     END IF;
     IF 'archived' = ANY (st) THEN
         IF p_new_id THEN
             WITH ins AS (
                 INSERT INTO {{.schema}}.outbox_event (event_id, aggregate_type, aggregate_id, event_type,
                     payload, topic, headers, replay_of)
-                SELECT gen_random_uuid(), aggregate_type, aggregate_id, event_type, payload, topic, headers, event_id
+                SELECT pg_catalog.gen_random_uuid(), aggregate_type, aggregate_id, event_type, payload, topic, headers, event_id
                 FROM {{.schema}}.outbox_event_archive
                 WHERE event_id = ANY (p_ids) ORDER BY seq
                 RETURNING event_id, seq
-            ) SELECT coalesce(array_agg(event_id ORDER BY seq), '{}') INTO more FROM ins;
+            ) SELECT coalesce(pg_catalog.array_agg(event_id ORDER BY seq), '{}') INTO more FROM ins;
         ELSE
             WITH moved AS (
                 DELETE FROM {{.schema}}.outbox_event_archive a
@@ -56,15 +56,15 @@ BEGIN
             ), ins AS (
                 INSERT INTO {{.schema}}.outbox_event (event_id, aggregate_type, aggregate_id, event_type,
                     payload, created_at, available_at, attempts, topic, headers, replay_of)
-                SELECT event_id, aggregate_type, aggregate_id, event_type, payload, created_at, now(),
+                SELECT event_id, aggregate_type, aggregate_id, event_type, payload, created_at, pg_catalog.now(),
                     0, topic, headers, event_id
                 FROM moved ORDER BY seq
                 RETURNING event_id, seq
-            ) SELECT coalesce(array_agg(event_id ORDER BY seq), '{}') INTO more FROM ins;
+            ) SELECT coalesce(pg_catalog.array_agg(event_id ORDER BY seq), '{}') INTO more FROM ins;
         END IF;
-        ids := ids || more;
+        ids := pg_catalog.array_cat(ids, more);
     END IF;
-    out_rows := cardinality(ids);
+    out_rows := pg_catalog.cardinality(ids);
     out_event_ids := ids[1:1000];
     out_audit_id := {{.schema}}.outboxtop_audit_write(p_actor, 'replay', p_filter, out_event_ids, out_rows, p_reason);
 END;

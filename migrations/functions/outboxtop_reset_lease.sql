@@ -9,12 +9,12 @@ DECLARE
 BEGIN
     PERFORM {{.schema}}.outboxtop_lock_events(p_ids);
     WITH changed AS (
-        UPDATE {{.schema}}.outbox_event e SET lease_until = now()
+        UPDATE {{.schema}}.outbox_event e SET lease_until = pg_catalog.now()
         WHERE e.event_id = ANY (p_ids)
           AND {{.schema}}.outboxtop_state(e.published_at, e.failed_at, e.lease_until, e.available_at) = ANY (st)
         RETURNING e.event_id, e.seq
     )
-    SELECT count(*), coalesce((array_agg(event_id ORDER BY seq))[1:1000], '{}')
+    SELECT pg_catalog.count(*), coalesce((pg_catalog.array_agg(event_id ORDER BY seq))[1:1000], '{}')
     INTO out_rows, out_event_ids FROM changed;
     out_audit_id := {{.schema}}.outboxtop_audit_write(p_actor, 'reset-lease', p_filter, out_event_ids, out_rows, p_reason);
 END;

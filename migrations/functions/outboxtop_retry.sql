@@ -10,13 +10,13 @@ BEGIN
     PERFORM {{.schema}}.outboxtop_lock_events(p_ids);
     WITH changed AS (
         UPDATE {{.schema}}.outbox_event e
-        SET available_at = now(), lease_token = NULL, lease_until = NULL,
+        SET available_at = pg_catalog.now(), lease_token = NULL, lease_until = NULL,
             attempts = CASE WHEN e.failed_at IS NOT NULL THEN 0 ELSE e.attempts END, failed_at = NULL
         WHERE e.event_id = ANY (p_ids)
           AND {{.schema}}.outboxtop_state(e.published_at, e.failed_at, e.lease_until, e.available_at) = ANY (st)
         RETURNING e.event_id, e.seq
     )
-    SELECT count(*), coalesce((array_agg(event_id ORDER BY seq))[1:1000], '{}')
+    SELECT pg_catalog.count(*), coalesce((pg_catalog.array_agg(event_id ORDER BY seq))[1:1000], '{}')
     INTO out_rows, out_event_ids FROM changed;
     out_audit_id := {{.schema}}.outboxtop_audit_write(p_actor, 'retry', p_filter, out_event_ids, out_rows, p_reason);
 END;

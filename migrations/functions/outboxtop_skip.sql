@@ -7,7 +7,7 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_
 DECLARE
     st text[] := {{.schema}}.outboxtop_action_states('skip', p_states);
 BEGIN
-    IF coalesce(btrim(p_reason), '') = '' THEN
+    IF coalesce(pg_catalog.btrim(p_reason), '') = '' THEN
         RAISE EXCEPTION 'skip: a reason is required' USING ERRCODE = '22023';
     END IF;
     PERFORM {{.schema}}.outboxtop_lock_events(p_ids);
@@ -28,7 +28,7 @@ BEGIN
         SELECT event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at,
             attempts, lease_token, lease_until, published_at, seq, topic, headers,
             'skipped by ' || p_actor || ': ' || p_reason || coalesce(' (last error: ' || last_error || ')', ''),
-            coalesce(failed_at, now()), kafka_topic, kafka_partition, kafka_offset, replay_of, lease_holder
+            coalesce(failed_at, pg_catalog.now()), kafka_topic, kafka_partition, kafka_offset, replay_of, lease_holder
         FROM moved
         ON CONFLICT (event_id) DO UPDATE SET
             aggregate_type = excluded.aggregate_type, aggregate_id = excluded.aggregate_id,
@@ -39,7 +39,7 @@ BEGIN
             headers = excluded.headers, last_error = excluded.last_error, failed_at = excluded.failed_at,
             kafka_topic = excluded.kafka_topic, kafka_partition = excluded.kafka_partition,
             kafka_offset = excluded.kafka_offset, replay_of = excluded.replay_of,
-            lease_holder = excluded.lease_holder, archived_at = now()
+            lease_holder = excluded.lease_holder, archived_at = pg_catalog.now()
         RETURNING event_id
     ), unblocked AS (
         -- The rows that waited behind a skipped event may be claimed again.
@@ -54,7 +54,7 @@ BEGIN
             FOR UPDATE SKIP LOCKED)
         RETURNING 1
     )
-    SELECT count(*), coalesce((array_agg(m.event_id ORDER BY m.seq))[1:1000], '{}')
+    SELECT pg_catalog.count(*), coalesce((pg_catalog.array_agg(m.event_id ORDER BY m.seq))[1:1000], '{}')
     INTO out_rows, out_event_ids FROM moved m JOIN archived a USING (event_id);
     out_audit_id := {{.schema}}.outboxtop_audit_write(p_actor, 'skip', p_filter, out_event_ids, out_rows, p_reason);
 END;

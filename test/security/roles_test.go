@@ -30,10 +30,12 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // migrates and seeds) and a pool logged in as a role holding only the grants
 // 'outboxtop grants --role <role>' prints.
 type bundle struct {
-	ctx   context.Context
-	admin *pgxpool.Pool
-	as    *pgxpool.Pool
-	role  string
+	ctx    context.Context
+	admin  *pgxpool.Pool
+	as     *pgxpool.Pool
+	role   string
+	dsn    string // the database's, as the superuser
+	schema string
 }
 
 func setup(t *testing.T, role string) *bundle { t.Helper(); return setupIn(t, role, "public") }
@@ -55,6 +57,17 @@ func setupIn(t *testing.T, role, schema string) *bundle {
 			t.Fatal(err)
 		}
 	}
+	b := &bundle{ctx: ctx, admin: admin, dsn: dsn, schema: schema}
+	b.as, b.role = b.login(t, role)
+	return b
+}
+
+// login creates a login role holding exactly the grants 'outboxtop grants
+// --role <role>' prints for b's schema and returns a pool logged in as it, and
+// its name. The role is dropped when the test ends.
+func (b *bundle) login(t *testing.T, role string) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx, admin, dsn, schema := b.ctx, b.admin, b.dsn, b.schema
 	name := "outboxtop_" + role + "_" + randomHex(4)
 	var out, errb bytes.Buffer
 	if code := cli.Run(ctx, []string{"grants", "--role", role, "--to", name, "--schema", schema}, cli.IO{Out: &out, Err: &errb,
@@ -88,7 +101,7 @@ func setupIn(t *testing.T, role, schema string) *bundle {
 	if err := as.QueryRow(ctx, "SELECT current_user").Scan(&who); err != nil || who != name {
 		t.Fatalf("logged in as %q (%v), want %q", who, err, name)
 	}
-	return &bundle{ctx: ctx, admin: admin, as: as, role: name}
+	return as, name
 }
 
 func randomHex(n int) string {
