@@ -123,17 +123,20 @@ func (t *missingTopics) saw(topic string, ids []uuid.UUID, now time.Time) (strik
 	return mt.strikes, len(mt.events), warn
 }
 
-// published forgets topic: Kafka took a record for it, so it exists.
-func (t *missingTopics) published(topic string, now time.Time) {
+// published forgets topic: Kafka took a record for it, so it exists. It
+// reports whether the topic had been found missing.
+func (t *missingTopics) published(topic string, now time.Time) bool {
 	if t.size.Load() == 0 {
-		return
+		return false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.topics[topic]; ok {
-		delete(t.topics, topic)
-		t.gaugesLocked(now)
+	if _, ok := t.topics[topic]; !ok {
+		return false
 	}
+	delete(t.topics, topic)
+	t.gaugesLocked(now)
+	return true
 }
 
 // list is the topics found missing within missingTopicWindow, the latest first,

@@ -212,7 +212,9 @@ func (r *Relay) noteTopics(events []*event, results []result) map[string]int {
 		case acked:
 			if res.topic != lastAcked {
 				lastAcked = res.topic // batches mostly go to one topic: a lookup per change
-				r.missing.published(res.topic, now)
+				if r.missing.published(res.topic, now) {
+					r.log.Info(fmt.Sprintf("relay: topic %q exists now: the events waiting for it go out", res.topic), "topic", res.topic)
+				}
 			}
 		}
 	}

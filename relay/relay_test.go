@@ -268,6 +268,9 @@ func TestMissingTopicWaitsWithoutCountingAttempts(t *testing.T) {
 	if mt := r.Status().MissingTopics; len(mt) != 0 {
 		t.Fatalf("Status().MissingTopics = %+v once the topic exists", mt)
 	}
+	if infos := logs.matching(slog.LevelInfo, `topic "`+topic+`" exists now`); len(infos) != 1 {
+		t.Fatalf("%d lines saying the topic exists now, want one: %q", len(infos), infos)
+	}
 	if got := testutil.ToFloat64(r.m.MissingTopicEvents); got != 0 {
 		t.Fatalf("missing_topic_events %v once the topic exists", got)
 	}
