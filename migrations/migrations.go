@@ -31,6 +31,13 @@
 // (DROP FUNCTION IF EXISTS with the old argument types), and the grants printed by
 // `outboxtop grants` must name the new one.
 //
+// Every migrate replaces the functions, so it must run as their owner (or a
+// member of that role) even when the version is current, and an older binary
+// would put back its older text. A change to a function file that an older
+// binary must not undo (a fix) therefore comes with a numbered migration, even
+// one with nothing else in it: the version moves past the older binary, which
+// then refuses the schema (ErrNewerSchema) instead of migrating it.
+//
 // Migrate is idempotent and safe to run from several processes at once: it takes a
 // session advisory lock (per schema) before touching anything, and each numbered
 // file is written so that it also upgrades a seed-style outbox_event that an
@@ -118,21 +125,6 @@ func Migrate(ctx context.Context, conn *pgx.Conn, schema string, onStart func(ve
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lock)
 	}()
 
-	// Only pg_catalog for the session: the migrations name every object of
-	// theirs with its schema, and a role that may create in a schema on the
-	// caller's path could otherwise shadow a built-in they call (an operator
-	// with more exact argument types) and run as the migrating role.
-	var path string
-	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_setting('search_path')").Scan(&path); err != nil {
-		return 0, 0, fmt.Errorf("reading search_path: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false)"); err != nil {
-		return 0, 0, fmt.Errorf("setting search_path: %w", err)
-	}
-	defer func() {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_catalog.set_config('search_path', $1, false)", path)
-	}()
-
 	ident := pgx.Identifier{schema}.Sanitize()
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
 		return 0, 0, fmt.Errorf("creating schema %s: %w", schema, err)
@@ -155,6 +147,9 @@ func Migrate(ctx context.Context, conn *pgx.Conn, schema string, onStart func(ve
 	if err := m.LoadMigrations(files); err != nil {
 		return 0, 0, fmt.Errorf("loading migrations: %w", err)
 	}
+	for _, mig := range m.Migrations {
+		mig.UpSQL = pinPath + mig.UpSQL
+	}
 	if onStart != nil {
 		m.OnStart = func(seq int32, name, _, _ string) { onStart(seq, name) }
 	}
@@ -174,6 +169,14 @@ func Migrate(ctx context.Context, conn *pgx.Conn, schema string, onStart func(ve
 	}
 	return from, to, nil
 }
+
+// pinPath starts each numbered migration (the functions' transaction sets the
+// same, LOCAL): only pg_catalog on the path. The files name every object of theirs with its
+// schema, and a role that may create in a schema on the caller's path could
+// otherwise shadow a built-in they call (an overload with more exact argument
+// types) and run as the migrating role. tern resets the session's settings
+// after each migration, and a failed one's transaction undoes its SET.
+const pinPath = "SET search_path = pg_catalog, pg_temp;\n"
 
 // templateData is what the SQL files' templates see.
 func templateData(schema string) map[string]any {
@@ -214,6 +217,9 @@ func applyFunctions(ctx context.Context, conn *pgx.Conn, data map[string]any) er
 		return fmt.Errorf("applying functions: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, "SET LOCAL search_path = pg_catalog, pg_temp"); err != nil {
+		return fmt.Errorf("applying functions: %w", err)
+	}
 	for _, name := range names {
 		sql, err := functionSQL(name, data)
 		if err != nil {

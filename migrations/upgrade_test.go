@@ -211,3 +211,45 @@ func TestEveryVersionUpgradesToTheFreshSchema(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrateIgnoresTheCallersSearchPath: a migrate whose session has a schema
+// on its search_path in which someone put an operator more exact than a
+// built-in the migrations use (oid <> integer, in 009's grant step, which runs
+// when a relay role exists) runs only pg_catalog's: it would otherwise run as
+// the migrating role.
+func TestMigrateIgnoresTheCallersSearchPath(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, testenv.EmptyDB(t))
+	fsys, _ := history(t)
+	migrateHistory(t, conn, fsys, "public", 8)
+	role := pgx.Identifier{"outboxtop_relay_" + randomSuffix()}.Sanitize()
+	for _, stmt := range []string{
+		`CREATE ROLE ` + role,
+		`GRANT UPDATE (lease_token) ON public.outbox_event TO ` + role,
+		`CREATE SCHEMA evil`,
+		`CREATE FUNCTION evil.ne(oid, integer) RETURNS boolean LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'shadow oid <> integer called'; END$$`,
+		`CREATE OPERATOR evil.<> (LEFTARG = oid, RIGHTARG = integer, FUNCTION = evil.ne)`,
+		`SET search_path = evil, public`,
+	} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = conn.Exec(ctx, "DROP OWNED BY "+role)
+		_, _ = conn.Exec(ctx, "DROP ROLE IF EXISTS "+role)
+	})
+	if _, err := conn.Exec(ctx, `SELECT 0::oid <> 0`); err == nil || !strings.Contains(err.Error(), "shadow") {
+		t.Fatalf("the shadow is not what the session's path chooses (%v): the test proves nothing", err)
+	}
+	if _, _, err := migrations.Migrate(ctx, conn, "public", nil); err != nil {
+		t.Fatalf("migrate with the shadow on the session's path: %v", err)
+	}
+	var may bool
+	if err := conn.QueryRow(ctx, `SELECT pg_catalog.has_column_privilege($1, 'public.outbox_event', 'lease_holder', 'UPDATE')`,
+		strings.Trim(role, `"`)).Scan(&may); err != nil || !may {
+		t.Errorf("009's grant step did not run (%v)", err)
+	}
+}
