@@ -16,7 +16,8 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger
                    WHERE tgrelid = '{{.schema}}.outbox_event'::regclass AND tgname = 'outbox_event_notify'
                      AND tgfoid = '{{.schema}}.outbox_event_notify()'::regprocedure) THEN
-        CREATE OR REPLACE TRIGGER outbox_event_notify
+        DROP TRIGGER IF EXISTS outbox_event_notify ON {{.schema}}.outbox_event;
+        CREATE TRIGGER outbox_event_notify
             AFTER INSERT ON {{.schema}}.outbox_event
             FOR EACH STATEMENT EXECUTE FUNCTION {{.schema}}.outbox_event_notify();
     END IF;
