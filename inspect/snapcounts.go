@@ -256,10 +256,14 @@ func (i *Inspector) countPastScan(ctx context.Context, tx pgx.Tx, s *Snapshot, u
 			WHERE blocked AND published_at IS NULL AND failed_at IS NULL AND available_at <= now()
 			ORDER BY aggregate_type, aggregate_id, seq LIMIT $1
 		), a AS MATERIALIZED (
-			SELECT aggregate_type, aggregate_id, count(*) AS ready, min(seq) AS first,
-				min(greatest(created_at, available_at)) AS since
-			FROM (SELECT * FROM r0 UNION ALL SELECT * FROM r1) r WHERE `+wire.ReadySQL+`
-			GROUP BY aggregate_type, aggregate_id ORDER BY 3 DESC, 4 LIMIT $2
+			-- The condition in FILTER, not WHERE: under a WHERE the planner
+			-- expected a row or two and sorted the rows by aggregate (in the
+			-- collation's order, 40 ms for 20,000) instead of hashing them.
+			SELECT aggregate_type, aggregate_id, count(*) FILTER (WHERE `+wire.ReadySQL+`) AS ready, min(seq) AS first,
+				min(greatest(created_at, available_at)) FILTER (WHERE `+wire.ReadySQL+`) AS since
+			FROM (SELECT * FROM r0 UNION ALL SELECT * FROM r1) r
+			GROUP BY aggregate_type, aggregate_id HAVING count(*) FILTER (WHERE `+wire.ReadySQL+`) > 0
+			ORDER BY 3 DESC, 4 LIMIT $2
 		)
 		SELECT 0, `+tally+`, NULL::text, NULL::text, NULL::float8, NULL::bigint, NULL::boolean FROM r0
 		UNION ALL SELECT 1, `+tally+`, NULL, NULL, NULL, NULL, NULL FROM r1
