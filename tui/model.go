@@ -83,8 +83,10 @@ type Model struct {
 	// detailFrom is the mode esc returns to from the detail (the aggregate
 	// timeline it was opened from, or normal).
 	detailFrom mode
-	aggregate  aggregateModel
-	audit      auditModel
+	// helpFrom is the mode the help screen was opened over, where any key returns.
+	helpFrom  mode
+	aggregate aggregateModel
+	audit     auditModel
 	// archivedOn: tab 5 shows Archived rather than Published.
 	archivedOn bool
 	// overviewSel is the Overview line enter opens; overviewShown are the lines
@@ -339,7 +341,10 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		if key.Matches(msg, m.keys.Quit) && msg.String() == "ctrl+c" {
 			return tea.Quit
 		}
-		m.mode = modeNormal
+		// Back to what help was opened over: dropped to the list instead, a
+		// detail or timeline left open behind it would be drawn over the next
+		// prompt and take its late reads.
+		m.mode = m.helpFrom
 		return nil
 	}
 	k := m.keys
@@ -347,7 +352,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Quit):
 		return tea.Quit
 	case key.Matches(msg, k.Help):
-		m.mode = modeHelp
+		m.helpFrom, m.mode = m.mode, modeHelp
 		return nil
 	case key.Matches(msg, k.Faster):
 		return m.setRefresh(-1)
