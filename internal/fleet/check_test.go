@@ -41,3 +41,22 @@ func TestNoRelayCheck(t *testing.T) {
 		}
 	}
 }
+
+// A count that is a lower bound crosses a threshold for certain when it is past
+// it, and is unsure of one it stays under: the level says what is known, Unsure
+// what is not. An exact count is never unsure.
+func TestLowerBoundThresholds(t *testing.T) {
+	var s inspect.Snapshot
+	s.Counts.Failed, s.Counts.Bounds.Failed = 250001, inspect.LowerBound
+	s.Blocked.Count = 3
+	c := Thresholds{WarnFailed: 0, CritFailed: 1000000, WarnBlocked: 10, CritBlocked: -1}.Check(s, 0)
+	if c.Level != Warning || len(c.Crossed) != 1 || c.Crossed[0] != "failed ≥250001 > 0" {
+		t.Errorf("level %v, crossed %q", c.Level, c.Crossed)
+	}
+	if len(c.Unsure) != 1 || !strings.Contains(c.Unsure[0], "failed ≥250001: a lower bound, not known to be within 1000000") {
+		t.Errorf("unsure %q", c.Unsure)
+	}
+	if c.Thresholds[1].Bound != inspect.LowerBound || c.Thresholds[2].Bound != inspect.Exact {
+		t.Errorf("thresholds %+v", c.Thresholds)
+	}
+}
