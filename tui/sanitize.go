@@ -1,8 +1,11 @@
 package tui
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -10,7 +13,8 @@ import (
 // safe to put on a terminal, as one line, without hiding anything: every control
 // character is made visible rather than removed — C0 and DEL in caret notation
 // (^[ for ESC, so an escape sequence reads "^[[31m"; ^M for \r, ^H for \b, ^J for
-// \n, ^? for DEL), C1, bidirectional controls and zero-width characters as <U+XXXX>.
+// \n, ^? for DEL), C1, bidirectional controls, zero-width characters, the line and
+// paragraph separators and the tag characters as <U+XXXX>.
 // Invalid UTF-8 becomes U+FFFD. What is shown differs from what is stored only in
 // these visible ways, so the shown text can be searched for. The console calls it
 // once, where event-derived text enters the view model.
@@ -40,7 +44,7 @@ func sanitize(s string, multiline bool) string {
 			b.WriteByte(byte(r) + '@')
 		case r == 0x7f:
 			b.WriteString("^?")
-		case r >= 0x80 && r <= 0x9f, isBidiControl(r), isInvisible(r):
+		case r >= 0x80 && r <= 0x9f, isBidiControl(r), isInvisible(r), isSeparatorOrTag(r):
 			fmt.Fprintf(&b, "<U+%04X>", r)
 		default:
 			b.WriteString(s[i : i+size])
@@ -59,7 +63,7 @@ func isPlain(s string) bool {
 		}
 		if c >= 0x80 {
 			for _, r := range s[i:] {
-				if r < 0x20 || r == 0x7f || r == utf8.RuneError || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) || isInvisible(r) {
+				if r == utf8.RuneError || unsafeRune(r) {
 					return false
 				}
 			}
@@ -81,4 +85,85 @@ func isBidiControl(r rune) bool {
 func isInvisible(r rune) bool {
 	return r == 0x200b || r == 0x200c || r == 0x200d || r == 0x2060 || r == 0xfeff || r == 0x00ad ||
 		(r >= 0x2061 && r <= 0x2064) || r == 0x180e
+}
+
+// isSeparatorOrTag: U+2028 and U+2029 end a line in some terminals and most
+// editors, so one "line" of output could show as two; the tag characters
+// (U+E0000–U+E007F) are invisible and can spell hidden text into a string.
+func isSeparatorOrTag(r rune) bool {
+	return r == 0x2028 || r == 0x2029 || (r >= 0xe0000 && r <= 0xe007f)
+}
+
+// unsafeRune reports whether r is one of the characters Sanitize makes visible
+// and SanitizeJSON escapes: C0, DEL, C1, bidirectional controls, invisible
+// characters, line and paragraph separators and tag characters.
+func unsafeRune(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) || isInvisible(r) || isSeparatorOrTag(r)
+}
+
+// MarshalJSON is how every --json output is written: v as indented JSON, one
+// value and a newline, through SanitizeJSON, so that no string in it can drive
+// the terminal it is printed on.
+func MarshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return SanitizeJSON(b.Bytes()), nil
+}
+
+// SanitizeJSON makes JSON text that encoding/json produced safe to print: every
+// character unsafeRune names (encoding/json leaves DEL, C1, bidirectional
+// controls, zero-width and tag characters raw) becomes a \uXXXX escape, a
+// character outside the BMP a surrogate pair, and invalid UTF-8 \ufffd. Outside
+// its strings JSON text is ASCII, so only string contents change, and each to an
+// escape of the same character: the JSON still decodes to the same values, while
+// a terminal shows the escapes inert.
+func SanitizeJSON(b []byte) []byte {
+	i := 0
+	for i < len(b) && !jsonEscapedByte(b[i]) {
+		i++
+	}
+	if i == len(b) {
+		return b // the common case: nothing to escape, no copy
+	}
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, b[:i]...)
+	for i < len(b) {
+		c := b[i]
+		if c < 0x80 {
+			if jsonEscapedByte(c) {
+				// JSON whitespace is \n, \t, \r and space; any other C0 byte can only
+				// be raw inside a string, where an escape is what JSON requires.
+				out = fmt.Appendf(out, "\\u%04x", c)
+			} else {
+				out = append(out, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			out = append(out, `\ufffd`...)
+		case unsafeRune(r) && r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, "\\u%04x\\u%04x", r1, r2)
+		case unsafeRune(r):
+			out = fmt.Appendf(out, "\\u%04x", r)
+		default:
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}
+
+// jsonEscapedByte reports whether SanitizeJSON may have to rewrite the byte c:
+// DEL, a C0 control other than JSON's whitespace, or the start of a non-ASCII
+// character.
+func jsonEscapedByte(c byte) bool {
+	return c >= 0x7f || (c < 0x20 && c != '\n' && c != '\t' && c != '\r')
 }

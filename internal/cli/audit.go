@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -44,9 +43,7 @@ func runAudit(ctx context.Context, args []string, io IO) error {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(io.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(recs)
+		return writeJSON(io.Out, recs)
 	}
 	now := time.Now()
 	fmt.Fprintf(io.Out, "%-7s  %-24s  %8s  %-11s  %-24s  %5s  %s\n", "AUDIT", "AT", "AGO", "ACTION", "ACTOR", "ROWS", "REASON · EVENTS")

@@ -104,7 +104,17 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 			return ExitUsage
 		}
 	}
+	// A report's lines are capped here, once for every command; the console, the
+	// demo and serve draw on a terminal or log, not in lines.
+	var capped *lineCapWriter
+	if name != "" && name != "demo" && name != "serve" {
+		capped = newLineCapWriter(stdio.Out, maxLineChars)
+		stdio.Out = capped
+	}
 	err := run(ctx, rest, stdio)
+	if capped != nil {
+		capped.endLine()
+	}
 	switch {
 	case err == nil:
 		return ExitOK

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -203,9 +202,7 @@ func status(ctx context.Context, args []string, io IO) error {
 	check.Healthy = level == 0
 	summary := statusSummary(check, s, publishable, consumers)
 	if *asJSON {
-		enc := json.NewEncoder(io.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(statusJSON{Snapshot: s, OldestPublishableAge: publishable, Consumers: consumers, MissingTopics: missing, Check: check}); err != nil {
+		if err := writeJSON(io.Out, statusJSON{Snapshot: s, OldestPublishableAge: publishable, Consumers: consumers, MissingTopics: missing, Check: check}); err != nil {
 			return err
 		}
 	} else {
@@ -230,9 +227,7 @@ func status(ctx context.Context, args []string, io IO) error {
 func unknown(io IO, asJSON bool, err error) error {
 	msg := tui.Sanitize(oneLine(err.Error()))
 	if asJSON {
-		enc := json.NewEncoder(io.Out)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(struct {
+		_ = writeJSON(io.Out, struct {
 			Check statusCheck `json:"check"`
 		}{statusCheck{Level: "UNKNOWN", Crossed: []string{}, Thresholds: []statusThreshold{}, Error: msg}})
 	} else {
@@ -457,9 +452,7 @@ func runEvents(ctx context.Context, args []string, io IO) error {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(io.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(page)
+		return writeJSON(io.Out, page)
 	}
 	fmt.Fprintf(io.Out, "%-36s  %-9s  %-20s  %-28s  %8s  %10s  %s\n", "EVENT ID", "STATE", "EVENT TYPE", "AGGREGATE", "ATTEMPTS", "AGE", "LAST ERROR")
 	for _, e := range page.Events {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"regexp"
@@ -43,9 +42,7 @@ func statusFleet(ctx context.Context, path string, th fleet.Thresholds, dial fun
 	rows := p.Poll(ctx)
 	level := sanitizeRows(rows)
 	if asJSON {
-		enc := json.NewEncoder(io.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(statusFleetJSON{Fleet: path, Level: level, Healthy: level == fleet.OK, Outboxes: rows}); err != nil {
+		if err := writeJSON(io.Out, statusFleetJSON{Fleet: path, Level: level, Healthy: level == fleet.OK, Outboxes: rows}); err != nil {
 			return err
 		}
 	} else {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,9 +41,7 @@ func runTimeline(ctx context.Context, db *dbFlags, aggregate string, limit int, 
 		return err
 	}
 	if asJSON {
-		enc := json.NewEncoder(io.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(t)
+		return writeJSON(io.Out, t)
 	}
 	printTimeline(io.Out, t, time.Now())
 	return nil

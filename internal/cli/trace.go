@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,9 +60,7 @@ func runTrace(ctx context.Context, args []string, io IO) error {
 		t.Kafka = inspect.CheckRecord(ctx, kafkaClientFor(kf.kafka), t.Event, *timeout)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(io.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(t); err != nil {
+		if err := writeJSON(io.Out, t); err != nil {
 			return err
 		}
 	} else {
