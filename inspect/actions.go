@@ -104,6 +104,10 @@ type Result struct {
 	EventIDs []string `json:"event_ids"`
 	AuditID  int64    `json:"audit_id"`
 	Actor    string   `json:"actor"`
+	// Refused counts the events archive left in the outbox because the archive
+	// holds their id already (a new event was given an archived event's id):
+	// the archived row is history and is never replaced.
+	Refused int64 `json:"refused,omitempty"`
 }
 
 // AuditIDLimit bounds the ids kept in Result.EventIDs and in the audit row's
@@ -378,8 +382,13 @@ func (i *Inspector) archiveBatches(ctx context.Context, r Request, filter []byte
 		batch = 1000
 	}
 	w := i.target(r, false)
+	// The events the function refused stay published in the outbox: passed
+	// over, so the batches end.
+	refused := [][16]byte{} // never NULL: NOT (id = ANY (NULL)) matches nothing
+	w.add(`NOT (event_id = ANY (` + w.arg(&refused) + `::uuid[]))`)
 	q := `SELECT event_id FROM ` + i.outbox + ` WHERE ` + w.sql() + `
 		ORDER BY published_at LIMIT ` + w.arg(batch)
+	fn := sqltemplate.Name(i.schema, actionFunctions[Archive])
 	var audit *int64
 	for {
 		var seen int
@@ -393,7 +402,23 @@ func (i *Inspector) archiveBatches(ctx context.Context, r Request, filter []byte
 				return err
 			}
 			seen = len(ids)
-			return i.call(ctx, tx, actionFunctions[Archive], []any{r.Actor, r.Reason, ids, filter, audit}, res)
+			var n, nRefused int64
+			var moved []string
+			var refusedIDs [][16]byte
+			if err := tx.QueryRow(ctx, `SELECT out_audit_id, out_rows, out_event_ids::text[], out_refused, out_refused_ids FROM `+
+				fn+`($1, $2, $3, $4, $5)`, r.Actor, r.Reason, ids, filter, audit).
+				Scan(&res.AuditID, &n, &moved, &nRefused, &refusedIDs); err != nil {
+				return err
+			}
+			res.Rows += n
+			res.Refused += nRefused
+			refused = append(refused, refusedIDs...)
+			for _, id := range moved {
+				if len(res.EventIDs) < AuditIDLimit {
+					res.EventIDs = append(res.EventIDs, id)
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			return err

@@ -1,14 +1,19 @@
 -- The relay's housekeeping (--archive-after, --archive-retention): no audit row, as
--- it is configuration rather than a decision; one batch per call.
+-- it is configuration rather than a decision; one batch per call. A published row
+-- whose id the archive holds already (a new event given an archived event's id)
+-- is never selected: it stays in the outbox, published, and the archived row
+-- keeps its history; an operator's archive reports it as refused.
 CREATE OR REPLACE FUNCTION {{.schema}}.outboxtop_archive_published(p_age interval, p_batch integer)
 RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_temp AS $$
 DECLARE
     n integer;
+    moved_n integer;
 BEGIN
     WITH moved AS (
         DELETE FROM {{.schema}}.outbox_event WHERE event_id IN (
-            SELECT event_id FROM {{.schema}}.outbox_event
+            SELECT o.event_id FROM {{.schema}}.outbox_event o
             WHERE published_at IS NOT NULL AND published_at <= pg_catalog.now() - p_age
+              AND NOT EXISTS (SELECT 1 FROM {{.schema}}.outbox_event_archive a WHERE a.event_id = o.event_id)
             ORDER BY published_at LIMIT p_batch FOR UPDATE SKIP LOCKED)
         AND published_at IS NOT NULL
         RETURNING *
@@ -20,19 +25,16 @@ BEGIN
             attempts, lease_token, lease_until, published_at, seq, topic, headers, last_error, failed_at,
             kafka_topic, kafka_partition, kafka_offset, replay_of, lease_holder
         FROM moved
-        ON CONFLICT (event_id) DO UPDATE SET
-            aggregate_type = excluded.aggregate_type, aggregate_id = excluded.aggregate_id,
-            event_type = excluded.event_type, payload = excluded.payload, created_at = excluded.created_at,
-            available_at = excluded.available_at, attempts = excluded.attempts,
-            lease_token = excluded.lease_token, lease_until = excluded.lease_until,
-            published_at = excluded.published_at, seq = excluded.seq, topic = excluded.topic,
-            headers = excluded.headers, last_error = excluded.last_error, failed_at = excluded.failed_at,
-            kafka_topic = excluded.kafka_topic, kafka_partition = excluded.kafka_partition,
-            kafka_offset = excluded.kafka_offset, replay_of = excluded.replay_of,
-            lease_holder = excluded.lease_holder, archived_at = pg_catalog.now()
+        ON CONFLICT (event_id) DO NOTHING
         RETURNING 1
     )
-    SELECT pg_catalog.count(*) INTO n FROM archived;
+    SELECT pg_catalog.count(*), (SELECT pg_catalog.count(*) FROM moved) INTO n, moved_n FROM archived;
+    -- An archive row that appeared since the batch was chosen: the deleted live
+    -- rows would be lost, so this batch changes nothing.
+    IF n <> moved_n THEN
+        RAISE EXCEPTION 'archive: % events were archived by another session meanwhile; nothing was changed',
+            moved_n - n USING ERRCODE = '40001';
+    END IF;
     RETURN n;
 END;
 $$;

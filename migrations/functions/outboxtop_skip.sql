@@ -1,11 +1,15 @@
 -- skip: failed or scheduled events that head their aggregate move to the archive,
--- failed, with the reason; the aggregate's next events are no longer blocked.
+-- failed, with the reason; the aggregate's next events are no longer blocked. An
+-- event whose id the archive holds already is refused (it stays, and the audit
+-- row's refused counts it): the archived row is history and is never replaced.
 CREATE OR REPLACE FUNCTION {{.schema}}.outboxtop_skip(
     p_actor text, p_reason text, p_ids uuid[], p_states text[], p_filter jsonb,
     OUT out_audit_id bigint, OUT out_rows integer, OUT out_event_ids uuid[])
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_temp AS $$
 DECLARE
     st text[] := {{.schema}}.outboxtop_action_states('skip', p_states);
+    moved_n integer;
+    refused_n integer;
 BEGIN
     IF coalesce(pg_catalog.btrim(p_reason), '') = '' THEN
         RAISE EXCEPTION 'skip: a reason is required' USING ERRCODE = '22023';
@@ -20,6 +24,7 @@ BEGIN
           AND NOT EXISTS (SELECT 1 FROM {{.schema}}.outbox_event p
               WHERE p.published_at IS NULL AND p.aggregate_type = e.aggregate_type
                 AND p.aggregate_id = e.aggregate_id AND p.seq < e.seq)
+          AND NOT EXISTS (SELECT 1 FROM {{.schema}}.outbox_event_archive a WHERE a.event_id = e.event_id)
         RETURNING e.*
     ), archived AS (
         INSERT INTO {{.schema}}.outbox_event_archive (event_id, aggregate_type, aggregate_id, event_type,
@@ -30,16 +35,7 @@ BEGIN
             'skipped by ' || p_actor || ': ' || p_reason || coalesce(' (last error: ' || last_error || ')', ''),
             coalesce(failed_at, pg_catalog.now()), kafka_topic, kafka_partition, kafka_offset, replay_of, lease_holder
         FROM moved
-        ON CONFLICT (event_id) DO UPDATE SET
-            aggregate_type = excluded.aggregate_type, aggregate_id = excluded.aggregate_id,
-            event_type = excluded.event_type, payload = excluded.payload, created_at = excluded.created_at,
-            available_at = excluded.available_at, attempts = excluded.attempts,
-            lease_token = excluded.lease_token, lease_until = excluded.lease_until,
-            published_at = excluded.published_at, seq = excluded.seq, topic = excluded.topic,
-            headers = excluded.headers, last_error = excluded.last_error, failed_at = excluded.failed_at,
-            kafka_topic = excluded.kafka_topic, kafka_partition = excluded.kafka_partition,
-            kafka_offset = excluded.kafka_offset, replay_of = excluded.replay_of,
-            lease_holder = excluded.lease_holder, archived_at = pg_catalog.now()
+        ON CONFLICT (event_id) DO NOTHING
         RETURNING event_id
     ), unblocked AS (
         -- The rows that waited behind a skipped event may be claimed again.
@@ -54,9 +50,22 @@ BEGIN
             FOR UPDATE SKIP LOCKED)
         RETURNING 1
     )
-    SELECT pg_catalog.count(*), coalesce((pg_catalog.array_agg(m.event_id ORDER BY m.seq))[1:1000], '{}')
-    INTO out_rows, out_event_ids FROM moved m JOIN archived a USING (event_id);
+    SELECT pg_catalog.count(*), coalesce((pg_catalog.array_agg(m.event_id ORDER BY m.seq))[1:1000], '{}'),
+        (SELECT pg_catalog.count(*) FROM moved)
+    INTO out_rows, out_event_ids, moved_n FROM moved m JOIN archived a USING (event_id);
+    -- An archive row that appeared meanwhile: the deleted live row would be lost.
+    IF moved_n <> out_rows THEN
+        RAISE EXCEPTION 'skip: % events were archived by another session meanwhile; nothing was changed, try again',
+            moved_n - out_rows USING ERRCODE = '40001';
+    END IF;
+    SELECT pg_catalog.count(*) INTO refused_n FROM {{.schema}}.outbox_event e
+    WHERE e.event_id = ANY (p_ids)
+      AND {{.schema}}.outboxtop_state(e.published_at, e.failed_at, e.lease_until, e.available_at) = ANY (st)
+      AND EXISTS (SELECT 1 FROM {{.schema}}.outbox_event_archive a WHERE a.event_id = e.event_id);
     out_audit_id := {{.schema}}.outboxtop_audit_write(p_actor, 'skip', p_filter, out_event_ids, out_rows, p_reason);
+    IF refused_n > 0 THEN
+        UPDATE {{.schema}}.outbox_audit a SET refused = refused_n WHERE a.audit_id = out_audit_id;
+    END IF;
 END;
 $$;
 

@@ -1,0 +1,11 @@
+-- An archived row is history: moving a row into the archive never replaces one
+-- that is there already. The producer chooses event ids, so a new event may
+-- carry an archived event's id; archive, skip and the housekeeping then leave
+-- that live row where it is (functions/outboxtop_archive.sql,
+-- outboxtop_skip.sql, outboxtop_archive_published.sql) instead of overwriting
+-- the archived payload, seq, publication and offset with it.
+--
+-- refused: how many of the events an action was given it left alone because
+-- their id is archived already (archive, skip); 0 for every other action. A
+-- constant default rewrites nothing.
+ALTER TABLE {{.schema}}.outbox_audit ADD COLUMN IF NOT EXISTS refused integer NOT NULL DEFAULT 0;
