@@ -81,6 +81,17 @@ type RelayStatus struct {
 	LastBatch       int           // events in the last batch
 	LastError       string
 	LastErrorAt     time.Time
+	// MissingTopics are the Kafka topics that do not exist while events wait for
+	// them, latest first.
+	MissingTopics []MissingTopic
+}
+
+// MissingTopic is a Kafka topic that does not exist while events wait for it.
+type MissingTopic struct {
+	Topic string
+	// Events is how many events wait for it (as the relay or the rows count them).
+	Events    int
+	FirstSeen time.Time
 }
 
 // Extra is one additional key binding and what it does.

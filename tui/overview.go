@@ -39,6 +39,8 @@ type overviewVM struct {
 	xmin              *inspect.XminHolder
 	relay             *RelayStatus
 	relays            relaysVM
+	// missingTopics: what the rows say of topics that do not exist (sanitized).
+	missingTopics []MissingTopic
 	extras            []string
 
 	// errorKeys are failedByError's keys as stored: the filter's argument.
@@ -105,6 +107,10 @@ func newOverviewVM(s inspect.Snapshot, relay Relay, extras []Extra) overviewVM {
 	if relay != nil {
 		st := relay.Status()
 		st.LastError = Sanitize(st.LastError)
+		st.MissingTopics = slices.Clone(st.MissingTopics)
+		for i := range st.MissingTopics {
+			st.MissingTopics[i].Topic = Sanitize(st.MissingTopics[i].Topic)
+		}
 		vm.relay = &st
 	}
 	for _, e := range extras {
@@ -582,4 +588,13 @@ func size(n int64) string {
 		return fmt.Sprintf("%d kB", n>>10)
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// missingTopics are the Kafka topics that do not exist while events wait for
+// them: as the embedded relay knows them, else as the rows' errors say.
+func (m *Model) missingTopics() []MissingTopic {
+	if r := m.overview.relay; r != nil && len(r.MissingTopics) > 0 {
+		return r.MissingTopics
+	}
+	return m.overview.missingTopics
 }

@@ -169,3 +169,25 @@ func TestBacklogForecast(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingTopicIsABanner: events waiting for a topic that does not exist are
+// named on the banner line, in every view, with the topic sanitized.
+func TestMissingTopicIsABanner(t *testing.T) {
+	t.Parallel()
+	c := overviewCases()[2]
+	c.relay = &RelayStatus{BrokerReachable: true, MissingTopics: []MissingTopic{
+		{Topic: "outbox.order\x1b[2J", Events: 506}, {Topic: "outbox.invoice", Events: 3}}}
+	m, screen := drawOverview(t, c, 80, 24)
+	want := "TOPIC outbox.order"
+	lines := strings.Split(screen, "\n")
+	if !strings.Contains(lines[2], want) || !strings.Contains(lines[2], "506 events wait for it (+1 more topics)") {
+		t.Fatalf("no banner naming the topic on line 3:\n%s", screen)
+	}
+	if strings.Contains(m.Render(), "\x1b[2J") {
+		t.Fatal("the topic's escape sequence reached the screen")
+	}
+	m.Update(keyMsg("4"))
+	if !strings.Contains(plain(m.Render()), want) {
+		t.Fatalf("the banner is gone in Failed:\n%s", plain(m.Render()))
+	}
+}

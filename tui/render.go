@@ -73,6 +73,13 @@ func (m *Model) bannerText() string {
 	if r := m.overview.relay; r != nil && !r.BrokerReachable && !r.Paused {
 		parts = append(parts, "KAFKA UNREACHABLE: the relay is backing off")
 	}
+	if t := m.missingTopics(); len(t) > 0 {
+		s := "TOPIC " + t[0].Topic + " DOES NOT EXIST: " + itoa(t[0].Events) + " events wait for it"
+		if len(t) > 1 {
+			s += " (+" + itoa(len(t)-1) + " more topics)"
+		}
+		parts = append(parts, s)
+	}
 	if len(parts) == 0 {
 		return ""
 	}

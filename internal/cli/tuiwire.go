@@ -95,10 +95,14 @@ func (c relayControl) Pause()  { c.r.Pause() }
 func (c relayControl) Resume() { c.r.Resume() }
 func (c relayControl) Status() tui.RelayStatus {
 	s := c.r.Status()
-	return tui.RelayStatus{
+	st := tui.RelayStatus{
 		Paused: s.Paused, BrokerReachable: s.BrokerReachable, InFlight: s.InFlight,
 		Published: s.Published, Failed: s.Failed, Retried: s.Retried, LostFences: s.LostFences,
 		LastClaim: s.LastClaim, LastPublish: s.LastPublish, LastBatch: s.LastBatch,
 		LastError: s.LastError, LastErrorAt: s.LastErrorAt,
 	}
+	for _, t := range s.MissingTopics {
+		st.MissingTopics = append(st.MissingTopics, tui.MissingTopic{Topic: t.Topic, Events: t.Events, FirstSeen: t.FirstSeen})
+	}
+	return st
 }
