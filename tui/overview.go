@@ -41,7 +41,7 @@ type overviewVM struct {
 	relays            relaysVM
 	// missingTopics: what the rows say of topics that do not exist (sanitized).
 	missingTopics []MissingTopic
-	extras            []string
+	extras        []string
 
 	// errorKeys are failedByError's keys as stored: the filter's argument.
 	errorKeys []string
