@@ -1,7 +1,8 @@
 -- One beat. p_started: the first beat of this process (started_at = now()). A
 -- holder name another database role wrote keeps its row and the call returns
 -- false: a relay role cannot take over the heartbeat of a relay running as
--- another role. Text is cut to bounds so a beat can never fail on length.
+-- another role. Text is cut to bounds so a beat can never fail on length; an
+-- interval past an hour is refused.
 CREATE OR REPLACE FUNCTION {{.schema}}.outboxtop_relay_beat(
     p_holder text, p_state text, p_started boolean, p_interval_ms integer, p_in_flight integer,
     p_version text, p_ordering text, p_batch_size integer)
@@ -9,6 +10,16 @@ RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, 
 DECLARE
     n integer;
 BEGIN
+    -- What --heartbeat-interval allows (100 ms to 1 h; 1 ms accepted): readers
+    -- call a relay gone after three intervals, so a larger one would keep a dead
+    -- relay "running" for days.
+    IF p_interval_ms IS NULL OR p_interval_ms < 1 OR p_interval_ms > 3600000 THEN
+        RAISE EXCEPTION 'heartbeat interval % ms is out of range (1 to 3600000 ms: at most an hour)', p_interval_ms
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_in_flight IS NULL OR p_batch_size IS NULL THEN
+        RAISE EXCEPTION 'heartbeat: in-flight and batch size are required' USING ERRCODE = '22023';
+    END IF;
     INSERT INTO {{.schema}}.outbox_relay AS r (holder, db_user, state, started_at, seen_at, interval_ms,
         in_flight, version, ordering, batch_size)
     VALUES (p_holder, session_user, p_state, pg_catalog.now(), pg_catalog.now(), p_interval_ms, greatest(p_in_flight, 0),
