@@ -87,9 +87,9 @@ type snapCaps struct {
 
 var defaultCaps = snapCaps{
 	scan:         5_000,
-	probe:        2_000,
-	count:        20_000,
-	failed:       250_000,
+	probe:        1_000,
+	count:        10_000,
+	failed:       100_000,
 	failedGroups: 1_000,
 	blockedProbe: 2_000,
 }

@@ -28,15 +28,15 @@
 //
 //   - the unpublished rows that are not failed, in the relay's order (seq), at most
 //     5,000: their states, attempts, types, leases by relay, and their aggregates;
-//     the heads of the 2,000 aggregates with the most ready rows among them are
+//     the heads of the 1,000 aggregates with the most ready rows among them are
 //     probed (one read of outbox_aggregate_idx each): their ready rows wait
 //     (Counts.Waiting, wire.WaitingSQL) when the head is failed or scheduled, and
 //     are publishable otherwise;
 //   - past that scan, three index ranges that hold each such row once whatever the
 //     relay's blocked hint says (outbox_claim_idx, outbox_blocked_idx, and
-//     outbox_ready_idx past now()), counted up to 20,000 rows each, and the ready
+//     outbox_ready_idx past now()), counted up to 10,000 rows each, and the ready
 //     rows among the first two grouped by aggregate and probed likewise;
-//   - the failed rows, an index-only count of outbox_failed_idx up to 250,000, and
+//   - the failed rows, an index-only count of outbox_failed_idx up to 100,000, and
 //     the newest 1,000 for the groups by type and error (Snapshot.FailedGroupsOf
 //     says when they cover only these);
 //   - the oldest 2,000 failures and the soonest 2,000 retries, asked whether they

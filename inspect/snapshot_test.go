@@ -144,6 +144,9 @@ func TestSnapshotPastTheCaps(t *testing.T) {
 		FROM generate_series(1, 12000) g`,
 		`VACUUM ANALYZE outbox_event`,
 	)
+	caps := inspect.DefaultTestCaps()
+	caps.Count, caps.Probe = 20000, 2000
+	inspect.SetTestCaps(b.in, caps)
 	s, err := b.in.Snapshot(b.ctx)
 	if err != nil {
 		t.Fatal(err)
