@@ -5,13 +5,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/outboxtop/outboxtop/internal/securefile"
 )
 
 // KafkaConfig is how the relay reaches Kafka.
@@ -133,12 +134,18 @@ func compression(name string) (kgo.CompressionCodec, error) {
 	return kgo.NoCompression(), fmt.Errorf("--kafka-compression must be none, gzip, snappy, lz4 or zstd, not %q", name)
 }
 
+// maxTLSFile bounds a CA bundle, certificate or key file (a path like /dev/zero
+// must not fill the memory); a system CA bundle is a few hundred KiB.
+const maxTLSFile = 4 << 20
+
+// tlsConfig reads the files through securefile: a named pipe or a device is
+// refused at once, and the key may not be readable by group or others.
 func tlsConfig(c KafkaConfig) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.TLSInsecureSkipVerify} //nolint:gosec // operator's explicit choice
 	if c.TLSCAFile != "" {
-		pem, err := os.ReadFile(c.TLSCAFile)
+		pem, err := securefile.Read("--kafka-tls-ca", c.TLSCAFile, securefile.Plain, maxTLSFile)
 		if err != nil {
-			return nil, fmt.Errorf("--kafka-tls-ca: %w", err)
+			return nil, err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
@@ -150,7 +157,15 @@ func tlsConfig(c KafkaConfig) (*tls.Config, error) {
 		return nil, errors.New("--kafka-tls-cert and --kafka-tls-key go together")
 	}
 	if c.TLSCertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+		certPEM, err := securefile.Read("--kafka-tls-cert", c.TLSCertFile, securefile.Plain, maxTLSFile)
+		if err != nil {
+			return nil, err
+		}
+		keyPEM, err := securefile.Read("--kafka-tls-key", c.TLSKeyFile, securefile.Secret, maxTLSFile)
+		if err != nil {
+			return nil, err
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("loading the Kafka client certificate: %w", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/outboxtop/outboxtop/internal/securefile"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -172,9 +173,9 @@ func Load(path string, getenv func(string) string) (*File, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := securefile.Read("fleet file", path, securefile.Plain, maxFleetFile)
 	if err != nil {
-		return nil, fmt.Errorf("fleet file: %w", err)
+		return nil, err
 	}
 	f, err := parse(path, string(raw), getenv)
 	if err != nil {
@@ -338,9 +339,11 @@ func (s outboxSpec) outbox(k int, dir string, getenv func(string) string, file f
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		b, err := os.ReadFile(p)
+		// A connection string in a file is there for its password: it is checked
+		// as a secret, and a named pipe is refused rather than waited on.
+		b, err := securefile.Read("dsn_file", p, securefile.Secret, maxDSNFile)
 		if err != nil {
-			return Outbox{}, errf("dsn_file: %v", oneLine(errors.Unwrap(err)))
+			return Outbox{}, errf("%v", oneLine(err))
 		}
 		o.dsn = strings.TrimSpace(string(b))
 		if o.dsn == "" {
@@ -348,7 +351,7 @@ func (s outboxSpec) outbox(k int, dir string, getenv func(string) string, file f
 		}
 	default:
 		if hasPassword(s.DSN) {
-			return Outbox{}, errf("the inline dsn carries a password; move it to dsn_env or dsn_file")
+			return Outbox{}, errf("the inline dsn carries a password (password= or sslpassword=); move it to dsn_env or dsn_file")
 		}
 		o.dsn = s.DSN
 	}
@@ -359,10 +362,19 @@ func (s outboxSpec) outbox(k int, dir string, getenv func(string) string, file f
 	return o, nil
 }
 
-var keywordPassword = regexp.MustCompile(`(^|\s)password\s*=`)
+// The fleet file and a dsn_file are small; a path like /dev/zero must not fill
+// the memory.
+const (
+	maxFleetFile = 1 << 20
+	maxDSNFile   = 64 << 10
+)
+
+// keywordPassword matches password= and sslpassword= (the passphrase of the
+// client's TLS key): both are secrets.
+var keywordPassword = regexp.MustCompile(`(?i)(^|\s)(ssl)?password\s*=`)
 
 // hasPassword reports whether a connection string (URL or keyword/value form)
-// carries a password.
+// carries a password or a TLS key's passphrase.
 func hasPassword(dsn string) bool {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		u, err := url.Parse(dsn)
@@ -372,7 +384,8 @@ func hasPassword(dsn string) bool {
 		if _, ok := u.User.Password(); ok {
 			return true
 		}
-		return u.Query().Has("password")
+		q := u.Query()
+		return q.Has("password") || q.Has("sslpassword")
 	}
 	return keywordPassword.MatchString(dsn)
 }

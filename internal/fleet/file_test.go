@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -88,6 +89,8 @@ func TestLoadRefusesWithOneLineNamingFileAndOutbox(t *testing.T) {
 		{"inline password url", "[[outbox]]\nname = \"orders\"\ndsn = \"postgres://u:hunter2@h/db\"\n", []string{`outbox "orders"`, "carries a password"}},
 		{"inline password kv", "[[outbox]]\nname = \"orders\"\ndsn = \"host=h password=hunter2\"\n", []string{`outbox "orders"`, "carries a password"}},
 		{"inline password query", "[[outbox]]\nname = \"orders\"\ndsn = \"postgres://u@h/db?password=hunter2\"\n", []string{`outbox "orders"`, "carries a password"}},
+		{"inline sslpassword kv", "[[outbox]]\nname = \"orders\"\ndsn = \"host=h sslpassword=hunter2\"\n", []string{`outbox "orders"`, "carries a password", "sslpassword="}},
+		{"inline sslpassword query", "[[outbox]]\nname = \"orders\"\ndsn = \"postgres://u@h/db?sslpassword=hunter2\"\n", []string{`outbox "orders"`, "carries a password"}},
 		{"two dsns", "[[outbox]]\nname = \"orders\"\ndsn = \"host=h\"\ndsn_env = \"SET\"\n", []string{`outbox "orders"`, "one of"}},
 		{"bad schema", "[[outbox]]\nname = \"orders\"\ndsn_env = \"SET\"\nschema = \"bad name\"\n", []string{`outbox "orders"`, "schema"}},
 		{"no name", "[[outbox]]\ndsn_env = \"SET\"\n", []string{"outbox #1", "name is missing"}},
@@ -191,5 +194,53 @@ func TestReadmeFleetFileParses(t *testing.T) {
 	}
 	if len(f.Outboxes) != 3 || len(f.Operators) != 1 || !f.MayAct(f.Operators[0].Fingerprint, "billing") || f.MayAct(f.Operators[0].Fingerprint, "search") {
 		t.Errorf("README fleet: %+v", f)
+	}
+}
+
+// A dsn_file holds a password: group or others may not read it, and a named
+// pipe or a device is refused at once (the read would block, or never end); the
+// fleet file itself must be a regular file too.
+func TestDSNFileIsCheckedAsASecret(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open.dsn")
+	if err := os.WriteFile(open, []byte("postgres://u:hunter2@h/db\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.dsn")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		open:        "dsn_file " + open + ": readable or writable by group or others (mode 0644): chmod 600 " + open,
+		fifo:        "dsn_file " + fifo + ": not a regular file (a named pipe)",
+		"/dev/zero": "dsn_file /dev/zero: not a regular file (a device)",
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := Parse(filepath.Join(dir, "fleet.toml"), "[[outbox]]\nname = \"orders\"\ndsn_file = \""+file+"\"\n", nil)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("dsn_file %s: %v, want %q", file, err, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("dsn_file %s: still reading after 5s", file)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Load(fifo, nil); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "fleet file "+fifo+": not a regular file (a named pipe)") {
+			t.Errorf("a named pipe as the fleet file: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a named pipe as the fleet file: still reading after 5s")
 	}
 }

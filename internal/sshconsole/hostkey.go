@@ -6,10 +6,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/outboxtop/outboxtop/internal/securefile"
 )
 
 // maxHostKey bounds the host key file: an OpenSSH private key is a few KiB.
@@ -18,22 +18,17 @@ const maxHostKey = 64 << 10
 // hostKey loads the server's private key from path, or, when path does not
 // exist, generates an Ed25519 key there (mode 0600, OpenSSH format) with its
 // public half in path.pub. A key file that others can read is refused, as
-// OpenSSH refuses one.
+// OpenSSH refuses one, and so is anything but a regular file of at most
+// maxHostKey bytes (a device such as /dev/zero would never end, a named pipe
+// never open).
 func hostKey(path string) (signer gossh.Signer, created bool, err error) {
-	fi, err := os.Stat(path)
-	if err == nil && (!fi.Mode().IsRegular() || fi.Size() > maxHostKey) {
-		return nil, false, fmt.Errorf("host key %s: not a regular file of at most %d bytes", path, maxHostKey)
-	}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, err := securefile.Read("host key", path, securefile.Secret, maxHostKey)
+	if securefile.IsNotExist(err) {
 		signer, err := generateHostKey(path)
 		return signer, err == nil, err
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("host key: %w", err)
-	}
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		return nil, false, fmt.Errorf("host key %s is readable by others (mode %04o): chmod 600 it", path, fi.Mode().Perm())
+		return nil, false, err
 	}
 	signer, err = gossh.ParsePrivateKey(data)
 	if err != nil {
@@ -55,18 +50,9 @@ func generateHostKey(path string) (gossh.Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding host key: %w", err)
 	}
-	// O_EXCL: never overwrite a key another process wrote in the meantime.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("writing host key: %w", err)
-	}
-	if _, err := f.Write(pem.EncodeToMemory(block)); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("writing host key: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(path)
+	// Created exclusively, not following a link: never overwrite a key another
+	// process wrote in the meantime, nor write through a link planted there.
+	if err := securefile.CreateExclusive(path, pem.EncodeToMemory(block), 0o600); err != nil {
 		return nil, fmt.Errorf("writing host key: %w", err)
 	}
 	sshPub, err := gossh.NewPublicKey(pub)
@@ -74,6 +60,8 @@ func generateHostKey(path string) (gossh.Signer, error) {
 		return nil, err
 	}
 	// The public half, for known_hosts; a failure here does not stop the server.
-	_ = os.WriteFile(path+".pub", gossh.MarshalAuthorizedKey(sshPub), 0o644)
+	// Written to a new file renamed into place: a link planted at path.pub is
+	// replaced, not followed, and a stale .pub of an earlier key is replaced too.
+	_ = securefile.WriteNew(path+".pub", gossh.MarshalAuthorizedKey(sshPub), 0o644)
 	return gossh.NewSignerFromKey(priv)
 }

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/outboxtop/outboxtop/internal/securefile"
 	"github.com/outboxtop/outboxtop/tui"
 )
 
@@ -97,10 +97,16 @@ type authorizedKey struct {
 // may do in OpenSSH; silently ignoring them would widen it here, so they are refused.
 var errKeyOptions = errors.New("authorized_keys options (from=, command=, …) are not supported: list the bare key")
 
+// maxKeysFile bounds an authorized keys file: a key line is under 1 KiB, so this
+// is thousands of keys, and a path like /dev/zero must not fill the memory.
+const maxKeysFile = 1 << 20
+
 // readAuthorizedKeys parses an OpenSSH authorized_keys file: one key a line,
-// "type base64 comment", blank lines and # comments ignored.
+// "type base64 comment", blank lines and # comments ignored. Like OpenSSH's
+// StrictModes, it refuses a file that group or others may write: whoever can
+// write it can let any key in.
 func readAuthorizedKeys(path string) ([]authorizedKey, error) {
-	data, err := os.ReadFile(path)
+	data, err := securefile.Read("keys file", path, securefile.PublicList, maxKeysFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading keys: %w", err)
 	}

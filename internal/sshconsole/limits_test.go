@@ -161,9 +161,9 @@ func TestHostKeyRefusesIrregularAndOversizedFiles(t *testing.T) {
 	if err := os.WriteFile(big, make([]byte, maxHostKey+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"/dev/zero", big} {
-		if _, _, err := hostKey(p); err == nil || !strings.Contains(err.Error(), "not a regular file of at most") {
-			t.Errorf("host key %s: %v", p, err)
+	for p, want := range map[string]string{"/dev/zero": "not a regular file (a device)", big: "larger than 65536 bytes"} {
+		if _, _, err := hostKey(p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("host key %s: %v, want %q", p, err, want)
 		}
 	}
 }

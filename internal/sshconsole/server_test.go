@@ -282,7 +282,7 @@ func TestHostKeyIsGeneratedOnceWithMode0600(t *testing.T) {
 	if err := os.Chmod(b.hostKeyPath, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := hostKey(b.hostKeyPath); err == nil || !strings.Contains(err.Error(), "readable by others") {
+	if _, _, err := hostKey(b.hostKeyPath); err == nil || !strings.Contains(err.Error(), "readable or writable by group or others (mode 0644): chmod 600") {
 		t.Errorf("a world-readable host key: %v", err)
 	}
 }
