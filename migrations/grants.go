@@ -68,7 +68,10 @@ var grantRoles = []struct {
 		"-- consumer_name is the role's own name, so grant to a role named after the",
 		"-- consumer (--to billing for an inbox whose consumer name is \"billing\").",
 		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
-		"GRANT SELECT, INSERT, DELETE ON %[1]s.consumed_event TO %[2]s;",
+		"GRANT SELECT, INSERT ON %[1]s.consumed_event TO %[2]s;",
+		"-- Pruning through a function (no DELETE: a table-level DELETE would let the",
+		"-- role LOCK the table in ACCESS EXCLUSIVE mode and stop every other inbox).",
+		"GRANT EXECUTE ON FUNCTION %[1]s.outboxtop_inbox_prune(text, timestamptz, integer) TO %[2]s;",
 	}},
 }
 

@@ -87,3 +87,40 @@ func TestHeartbeatIntervalIsBounded(t *testing.T) {
 		t.Errorf("status over the stored heartbeats: want 1 live of 2 seen (ghost:3 paused now):\n%s", out)
 	}
 }
+
+// TestConsumerCannotLockOtherInboxes: a consumer role may not LOCK
+// consumed_event in any mode that blocks another consumer's INSERT (a
+// table-level DELETE let it take ACCESS EXCLUSIVE: another consumer's insert
+// waited as long as it held it). In the modes it may take, the insert goes on.
+func TestConsumerCannotLockOtherInboxes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "consumer")
+	other, otherRole := b.login(t, "consumer")
+	for _, mode := range []string{"ACCESS SHARE", "ROW SHARE", "ROW EXCLUSIVE", "SHARE UPDATE EXCLUSIVE",
+		"SHARE", "SHARE ROW EXCLUSIVE", "EXCLUSIVE", "ACCESS EXCLUSIVE"} {
+		tx, err := b.as.Begin(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, lockErr := tx.Exec(b.ctx, "LOCK TABLE consumed_event IN "+mode+" MODE")
+		if lockErr != nil {
+			_ = tx.Rollback(b.ctx)
+			assertDenied(t, "a consumer may not lock consumed_event in "+mode+" mode", lockErr)
+			continue
+		}
+		// Held: another consumer's insert must not wait for it.
+		conn, err := other.Acquire(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.Exec(b.ctx, `SET lock_timeout = '2s'`)
+		if err == nil {
+			_, err = conn.Exec(b.ctx, `INSERT INTO consumed_event (consumer_name, event_id) VALUES ($1, gen_random_uuid())`, otherRole)
+		}
+		conn.Release()
+		_ = tx.Rollback(b.ctx)
+		if err != nil {
+			t.Errorf("with a consumer holding consumed_event in %s mode, another consumer's insert: %v", mode, err)
+		}
+	}
+}

@@ -234,9 +234,14 @@ func TestConsumerSeesOnlyItsOwnInbox(t *testing.T) {
 	if err := b.as.QueryRow(b.ctx, `SELECT count(*) FROM consumed_event`).Scan(&seen); err != nil || seen != 1 {
 		t.Errorf("the consumer sees %d inbox rows (%v), want only its own 1", seen, err)
 	}
-	tag, err := b.as.Exec(b.ctx, `DELETE FROM consumed_event WHERE consumer_name = 'billing'`)
-	if err != nil || tag.RowsAffected() != 0 {
-		t.Errorf("deleting another consumer's rows: %d deleted (%v), want 0", tag.RowsAffected(), err)
+	// No DELETE at all (pruning goes through outboxtop_inbox_prune), and the
+	// function prunes only the role's own inbox.
+	_, err = b.as.Exec(b.ctx, `DELETE FROM consumed_event WHERE consumer_name = 'billing'`)
+	assertDenied(t, "consumer may not delete inbox rows directly", err)
+	_, err = b.as.Exec(b.ctx, `SELECT outboxtop_inbox_prune('billing', now() + interval '1 day', 1000)`)
+	assertDenied(t, "consumer may not prune another consumer's inbox", err)
+	if n, err := inbox.Prune(b.ctx, b.as, b.role, 0); err != nil || n != 1 {
+		t.Errorf("the consumer prunes its own inbox: %d, %v; want 1", n, err)
 	}
 	_, err = b.as.Exec(b.ctx, `INSERT INTO consumed_event (consumer_name, event_id) VALUES ('billing', gen_random_uuid())`)
 	assertDenied(t, "consumer may not write another consumer's inbox", err)
@@ -380,8 +385,8 @@ func TestActionFunctionsArePinned(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n != 11 {
-		t.Errorf("%d SECURITY DEFINER functions, want 11 (the six actions, the audit writer, the pause audit, two housekeeping, the relay heartbeat)", n)
+	if n != 12 {
+		t.Errorf("%d SECURITY DEFINER functions, want 12 (the six actions, the audit writer, the pause audit, two housekeeping, the relay heartbeat, the inbox prune)", n)
 	}
 }
 
