@@ -23,17 +23,23 @@ const (
 
 // Config tunes a relay. Zero fields take the defaults in DefaultConfig.
 type Config struct {
-	Schema          string
-	BatchSize       int
-	InFlight        int
-	Lease           time.Duration
-	MaxAttempts     int
-	BackoffBase     time.Duration
-	BackoffMax      time.Duration
-	PollInterval    time.Duration
-	NotifyCooldown  time.Duration
-	Ordering        Ordering
-	TopicTemplate   string
+	Schema         string
+	BatchSize      int
+	InFlight       int
+	Lease          time.Duration
+	MaxAttempts    int
+	BackoffBase    time.Duration
+	BackoffMax     time.Duration
+	PollInterval   time.Duration
+	NotifyCooldown time.Duration
+	Ordering       Ordering
+	TopicTemplate  string
+	// Topics bounds the topics the relay writes to, whether a row names its topic
+	// or TopicTemplate makes it: patterns in which * stands for any run of
+	// characters. An event to any other topic fails at once. Empty: every topic
+	// but Kafka's internal ones (names starting with "__"), which only a pattern
+	// starting with "__" allows.
+	Topics          []string
 	MaxMessageBytes int
 	// PublishTimeout bounds how long a batch waits for Kafka's acknowledgements;
 	// records still unacknowledged then count as failed (and, if the brokers do not
@@ -221,7 +227,7 @@ func (c Config) Validate() error {
 	if err := wire.ValidateTopicTemplate(c.TopicTemplate); err != nil {
 		return fmt.Errorf("--topic-template %q: %v", c.TopicTemplate, err)
 	}
-	return nil
+	return validateTopicPatterns(c.Topics)
 }
 
 // ErrStopped is returned by Run in drain mode when it stopped on an error.

@@ -51,7 +51,14 @@
 //   - A row whose headers use a reserved name (event_id, event_type,
 //     aggregate_type, aggregate_id, created_at) is failed with a last_error naming
 //     it; the outbox package refuses such rows when they are written
-//     (package wire holds the rule, with the header names).
+//     (package wire holds the rule, with the header names). So is a row whose
+//     header differs from a reserved name only in case, surrounding whitespace or
+//     invisible characters ("Event_ID", "event_id "), which a loose consumer
+//     would take for the relay's.
+//   - An event to a topic outside Config.Topics (--topics; by default, one of
+//     Kafka's internal "__" topics) is failed at once with a last_error naming
+//     the topic and the flag: a producer's topic column cannot reach every topic
+//     the relay's credentials can.
 //
 // What becomes of each event of a batch is decided by a pure function (plan and
 // decide in outcome.go, tested over every combination): every event with an error

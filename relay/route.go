@@ -46,6 +46,9 @@ func (r *Relay) record(e *event) (*kgo.Record, error) {
 	if err := wire.ValidateTopic(topic); err != nil {
 		return nil, permanentError{"invalid topic: " + err.Error()}
 	}
+	if why := topicRefused(r.cfg.Topics, topic); why != "" {
+		return nil, permanentError{why}
+	}
 	rec := &kgo.Record{Topic: topic, Key: []byte(e.aggregateID), Value: e.payload}
 	meta := wire.Meta{EventID: e.id.String(), EventType: e.eventType, AggregateType: e.aggregateType,
 		AggregateID: e.aggregateID, CreatedAt: e.createdAt}
@@ -65,6 +68,11 @@ func (r *Relay) record(e *event) (*kgo.Record, error) {
 		for _, k := range keys {
 			if err := wire.CheckHeader(k); err != nil {
 				return nil, permanentError{"headers: " + err.Error()}
+			}
+			// A consumer that looks headers up without regard to case or stray
+			// characters would take such a header for the relay's own.
+			if h := reservedLookalike(k); h != "" {
+				return nil, permanentError{fmt.Sprintf("headers: header %q is too like the reserved %q: the relay sets that on every record", k, h)}
 			}
 			var v []byte
 			switch x := extra[k].(type) {
