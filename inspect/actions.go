@@ -375,7 +375,7 @@ func (r Request) stateNames() []string {
 
 // archiveBatches moves published rows to the archive, BatchSize per transaction,
 // oldest published first, until none match. The first batch writes the audit row,
-// the later ones add to it.
+// the later ones, on the same connection, add to it.
 func (i *Inspector) archiveBatches(ctx context.Context, r Request, filter []byte, res *Result) error {
 	batch := r.BatchSize
 	if batch <= 0 {
@@ -389,10 +389,17 @@ func (i *Inspector) archiveBatches(ctx context.Context, r Request, filter []byte
 	q := `SELECT event_id FROM ` + i.outbox + ` WHERE ` + w.sql() + `
 		ORDER BY published_at LIMIT ` + w.arg(batch)
 	fn := sqltemplate.Name(i.schema, actionFunctions[Archive])
+	// Every batch on one connection: only the session that wrote the audit row
+	// may add to it.
+	conn, err := i.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
 	var audit *int64
 	for {
 		var seen int
-		err := pgx.BeginFunc(ctx, i.pool, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, q, w.args...)
 			if err != nil {
 				return err

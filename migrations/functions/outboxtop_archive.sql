@@ -1,7 +1,11 @@
 -- archive: published events move to the archive unchanged. The CLI archives in
--- batches, one transaction each: the first call (p_audit_id NULL) writes the audit
--- row, later calls of the same action add their rows to it, so the audit row always
--- counts exactly what has been moved.
+-- batches, one transaction each, on one connection: the first call (p_audit_id
+-- NULL) writes the audit row, later calls of the same action add their rows to
+-- it, so the audit row always counts exactly what has been moved. Only the
+-- database session that wrote the row may add to it (db_session: its backend's
+-- pid and start time, which no other session has, now or later): another call,
+-- even naming the same actor under the same login, writes a row of its own or
+-- is refused.
 --
 -- An event whose id the archive holds already (the producer chose an archived
 -- event's id for a new one) is refused: it stays in the outbox, published, the
@@ -33,6 +37,8 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_
 DECLARE
     updated integer;
     moved_n integer;
+    me text := pg_catalog.pg_backend_pid()::text || '@' || coalesce((SELECT pg_catalog.date_part('epoch', a.backend_start)::text
+        FROM pg_catalog.pg_stat_activity a WHERE a.pid = pg_catalog.pg_backend_pid()), '?');
 BEGIN
     -- Refused first, and never deleted: the DELETE below skips them.
     SELECT pg_catalog.count(*), coalesce(pg_catalog.array_agg(e.event_id ORDER BY e.seq), '{}')
@@ -67,16 +73,18 @@ BEGIN
     END IF;
     IF p_audit_id IS NULL THEN
         out_audit_id := {{.schema}}.outboxtop_audit_write(p_actor, 'archive', p_filter, out_event_ids, out_rows, p_reason);
-        UPDATE {{.schema}}.outbox_audit a SET refused = out_refused WHERE a.audit_id = out_audit_id;
+        UPDATE {{.schema}}.outbox_audit a SET refused = out_refused, db_session = me WHERE a.audit_id = out_audit_id;
         RETURN;
     END IF;
     UPDATE {{.schema}}.outbox_audit a
     SET rows = a.rows + out_rows, refused = a.refused + out_refused,
         event_ids = (pg_catalog.array_cat(coalesce(a.event_ids, '{}'), out_event_ids))[1:1000]
-    WHERE a.audit_id = p_audit_id AND a.action = 'archive' AND a.actor = p_actor AND a.db_user = session_user;
+    WHERE a.audit_id = p_audit_id AND a.action = 'archive' AND a.actor = p_actor AND a.db_user = session_user
+      AND a.db_session = me;
     GET DIAGNOSTICS updated = ROW_COUNT;
     IF updated <> 1 THEN
-        RAISE EXCEPTION 'archive: audit row % is not this archive''s', p_audit_id USING ERRCODE = '22023';
+        RAISE EXCEPTION 'archive: audit row % is not this archive''s (only the session that wrote it may add to it)', p_audit_id
+            USING ERRCODE = '22023';
     END IF;
     out_audit_id := p_audit_id;
 END;

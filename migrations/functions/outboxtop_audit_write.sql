@@ -6,8 +6,14 @@ RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {
 DECLARE
     id bigint;
 BEGIN
-    IF coalesce(pg_catalog.btrim(p_actor), '') = '' THEN
-        RAISE EXCEPTION 'an action needs an actor' USING ERRCODE = '22023';
+    -- An actor must name someone: nothing left once white space, control and
+    -- format characters (zero-width spaces and joiners, bidi marks, the BOM,
+    -- tags) and the other invisible fillers are taken out is no actor.
+    IF coalesce(pg_catalog.regexp_replace(p_actor,
+            '[[:space:][:cntrl:]\u00a0\u00ad\u034f\u061c\u115f\u1160\u1680\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u2800\u3000\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000e0000-\U000e007f]',
+            '', 'g'), '') = '' THEN
+        RAISE EXCEPTION 'an action needs an actor (one that is not only white space, control or invisible characters)'
+            USING ERRCODE = '22023';
     END IF;
     INSERT INTO {{.schema}}.outbox_audit (actor, action, filter, event_ids, rows, reason)
     VALUES (p_actor, p_action, coalesce(p_filter, '{}'), p_event_ids, p_rows, nullif(p_reason, ''))
