@@ -82,7 +82,10 @@ func BenchmarkSnapshot(b *testing.B) {
 // aggregates, 100,000 ready (half of them behind those) and 100,000 published in
 // the last half hour, after VACUUM ANALYZE. The snapshot counts a bounded number of
 // rows and gives lower bounds past them (marked), so its cost does not grow with
-// the incident.
+// the incident. Counting where it used the statistics (failed up to 100,000 along
+// outbox_failed_idx, the not failed rows along three ranges of 5,000) costs it
+// about 3-4x: 105-155 ms median on a shared 2-core machine where the estimating
+// snapshot took 29-39 ms (BenchmarkSnapshot: 55 ms, was 59).
 //
 //	go test -run '^$' -bench 'BenchmarkSnapshotIncident$' -benchtime 30x ./inspect/
 func BenchmarkSnapshotIncident(b *testing.B) { benchSnapshotIncident(b) }

@@ -88,7 +88,7 @@ type snapCaps struct {
 var defaultCaps = snapCaps{
 	scan:         5_000,
 	probe:        1_000,
-	count:        10_000,
+	count:        5_000,
 	failed:       100_000,
 	failedGroups: 1_000,
 	blockedProbe: 2_000,

@@ -34,7 +34,7 @@
 //     are publishable otherwise;
 //   - past that scan, three index ranges that hold each such row once whatever the
 //     relay's blocked hint says (outbox_claim_idx, outbox_blocked_idx, and
-//     outbox_ready_idx past now()), counted up to 10,000 rows each, and the ready
+//     outbox_ready_idx past now()), counted up to 5,000 rows each, and the ready
 //     rows among the first two grouped by aggregate and probed likewise;
 //   - the failed rows, an index-only count of outbox_failed_idx up to 100,000, and
 //     the newest 1,000 for the groups by type and error (Snapshot.FailedGroupsOf
