@@ -26,7 +26,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // Kind is what a file holds, which decides the permissions it may have.
@@ -82,9 +81,7 @@ func Open(name, path string, kind Kind, max int64) (*os.File, error) {
 	if err := check(name, path, fi, kind, max); err != nil {
 		return nil, err
 	}
-	// O_NONBLOCK: a path swapped for a named pipe after the Stat does not hang the
-	// open; the Fstat below then refuses it. Reads of a regular file ignore it.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|readFlags, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -172,7 +169,7 @@ func WriteNew(path string, data []byte, perm fs.FileMode) (err error) {
 // failing when anything (a file, a symbolic link) is already there. A partly
 // written file is removed.
 func CreateExclusive(path string, data []byte, perm fs.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, perm)
 	if err != nil {
 		return err
 	}
