@@ -163,7 +163,7 @@ func (i *Inspector) timelineInboxes(ctx context.Context, t *Timeline) error {
 		ids[j], at[e.EventID] = e.EventID, j
 	}
 	rows, err := i.pool.Query(ctx, consumersCTE(i.consumed)+
-		"SELECT c.consumer_name, e.event_id::text, e.consumed_at FROM consumers c"+
+		"SELECT c.consumer_name, e.event_id::text, "+finite("e.consumed_at")+" FROM consumers c"+
 		" LEFT JOIN "+i.consumed+" e ON e.consumer_name = c.consumer_name AND e.event_id = ANY($1::uuid[])"+
 		" WHERE c.consumer_name IS NOT NULL ORDER BY c.consumer_name, e.consumed_at", ids)
 	if err != nil {
@@ -206,7 +206,7 @@ func (i *Inspector) timelineBlocker(ctx context.Context, t *Timeline, head int64
 	}
 	b := *blocker
 	t.Blocker = &b
-	err := i.pool.QueryRow(ctx, "SELECT count(*), min(created_at) FROM "+i.outbox+
+	err := i.pool.QueryRow(ctx, "SELECT count(*), "+finite("min(created_at)")+" FROM "+i.outbox+
 		" WHERE aggregate_type = $1 AND aggregate_id = $2 AND published_at IS NULL AND seq > $3",
 		t.AggregateType, t.AggregateID, head).Scan(&t.Waiting, &t.WaitingSince)
 	if err != nil {

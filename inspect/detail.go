@@ -55,7 +55,7 @@ func (i *Inspector) Detail(ctx context.Context, id string) (EventDetail, error) 
 	// Per consumer through the primary key (consumer_name, event_id): no index on
 	// event_id alone is added to the consumers' insert path.
 	rows, err := i.pool.Query(ctx, consumersCTE(i.consumed)+
-		"SELECT c.consumer_name, e.consumed_at FROM consumers c JOIN "+i.consumed+" e"+
+		"SELECT c.consumer_name, "+finite("e.consumed_at")+" FROM consumers c JOIN "+i.consumed+" e"+
 		" ON e.consumer_name = c.consumer_name AND e.event_id = $1::uuid ORDER BY e.consumed_at", id)
 	if err != nil {
 		return EventDetail{}, fmt.Errorf("reading inbox rows of %s: %w", id, err)

@@ -69,10 +69,28 @@ func eventColumns(archived, withBody bool) string {
 		body = "payload, headers"
 	}
 	return `event_id::text, seq, ` + state + `, aggregate_type, aggregate_id, event_type,
-		coalesce(topic, ''), created_at, available_at, attempts, coalesce(lease_token::text, ''), lease_until, coalesce(lease_holder, ''),
-		coalesce(` + wire.ExpiredLeaseSQL + `, false), published_at, failed_at, coalesce(last_error, ''),
-		coalesce(kafka_topic, ''), kafka_partition, kafka_offset, coalesce(replay_of::text, ''), ` + archivedAt + `,
-		extract(epoch from now() - created_at)::float8, octet_length(payload::text), ` + body
+		coalesce(topic, ''), ` + finite("created_at") + `, ` + finite("available_at") + `, attempts,
+		coalesce(lease_token::text, ''), ` + finite("lease_until") + `, coalesce(lease_holder, ''),
+		coalesce(` + wire.ExpiredLeaseSQL + `, false), ` + finite("published_at") + `, ` + finite("failed_at") + `,
+		coalesce(last_error, ''), coalesce(kafka_topic, ''), kafka_partition, kafka_offset, coalesce(replay_of::text, ''),
+		` + finite(archivedAt) + `, ` + ageSeconds("created_at") + `, octet_length(payload::text), ` + body
+}
+
+// finite is the timestamptz expression col with 'infinity' and '-infinity'
+// read as the latest and earliest instants Go's time and JSON carry (9999-12-31
+// 23:59:59 UTC, 0001-01-01 00:00:00 UTC); NULL stays NULL. The tables refuse
+// infinite times (migration 016), but a row stored before may hold one, and Go
+// cannot scan it: every reader of a time column a role may write reads it
+// through finite.
+func finite(col string) string {
+	return `(CASE WHEN ` + col + ` = 'infinity' THEN timestamptz '9999-12-31 23:59:59+00'` +
+		` WHEN ` + col + ` = '-infinity' THEN timestamptz '0001-01-01 00:00:00+00' ELSE ` + col + ` END)`
+}
+
+// ageSeconds is now() − col in seconds, within what a time.Duration holds (an
+// infinite col cannot be subtracted at all).
+func ageSeconds(col string) string {
+	return `least(greatest(extract(epoch from now() - ` + finite(col) + `)::float8, -9e9), 9e9)`
 }
 
 func scanEvent(row pgx.Row) (Event, error) {

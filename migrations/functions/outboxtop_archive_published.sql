@@ -9,6 +9,10 @@ DECLARE
     n integer;
     moved_n integer;
 BEGIN
+    IF p_age IS NULL OR p_age < interval '0' OR p_batch IS NULL OR p_batch < 1 THEN
+        RAISE EXCEPTION 'archive: the age must not be negative and the batch must be positive (got %, %)', p_age, p_batch
+            USING ERRCODE = '22023';
+    END IF;
     WITH moved AS (
         DELETE FROM {{.schema}}.outbox_event WHERE event_id IN (
             SELECT o.event_id FROM {{.schema}}.outbox_event o

@@ -4,6 +4,10 @@ RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, 
 DECLARE
     n integer;
 BEGIN
+    IF p_age IS NULL OR p_age < interval '0' OR p_batch IS NULL OR p_batch < 1 THEN
+        RAISE EXCEPTION 'retention: the age must not be negative and the batch must be positive (got %, %)', p_age, p_batch
+            USING ERRCODE = '22023';
+    END IF;
     DELETE FROM {{.schema}}.outbox_event_archive WHERE event_id IN (
         SELECT event_id FROM {{.schema}}.outbox_event_archive
         WHERE archived_at <= pg_catalog.now() - p_age AND published_at IS NOT NULL

@@ -18,8 +18,8 @@ DECLARE
     v_owner oid := (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid = '{{.schema}}.consumed_event'::regclass);
     v_consumer oid := (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname = p_consumer);
 BEGIN
-    IF p_batch IS NULL OR p_batch < 1 OR p_before IS NULL THEN
-        RAISE EXCEPTION 'inbox prune: a cutoff and a positive batch are required' USING ERRCODE = '22023';
+    IF p_batch IS NULL OR p_batch < 1 OR NOT coalesce(pg_catalog.isfinite(p_before), false) THEN
+        RAISE EXCEPTION 'inbox prune: a finite cutoff and a positive batch are required' USING ERRCODE = '22023';
     END IF;
     IF NOT (pg_catalog.pg_has_role(session_user, v_owner, 'MEMBER')
             OR (v_consumer IS NOT NULL AND pg_catalog.pg_has_role(session_user, v_consumer, 'MEMBER'))) THEN
