@@ -436,3 +436,11 @@ func TestReadyNotBelowTheRowsPlaced(t *testing.T) {
 			{8, "expired-scheduled", false}, {9, "expired-ready", false},
 		}})
 }
+
+// inspectDefaultSmall are caps of one or two rows, past which every table of a
+// test lies.
+func inspectDefaultSmall() inspect.TestCaps {
+	return inspect.TestCaps{Scan: 2, Probe: 1, Count: 2, Failed: 1, FailedGroups: 1, BlockedProbe: 1}
+}
+
+func setCaps(b *bundle, c inspect.TestCaps) { inspect.SetTestCaps(b.in, c) }

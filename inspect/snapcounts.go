@@ -38,18 +38,24 @@ func (i *Inspector) passSQL() string {
 			ORDER BY 3 DESC, 4 LIMIT $2
 		)
 		SELECT false, event_type, state, bucket, count(*), count(*) FILTER (WHERE expired),
-			coalesce(extract(epoch from now() - min(created_at)), 0)::float8,
-			coalesce(extract(epoch from now() - min(greatest(created_at, available_at))), 0)::float8,
-			min(available_at), CASE WHEN state = 'leased' THEN coalesce(lease_holder, '') END,
+			coalesce(` + nullAge("min(created_at)") + `, 0),
+			coalesce(` + nullAge("min(greatest(created_at, available_at))") + `, 0),
+			` + finite("min(available_at)") + `, CASE WHEN state = 'leased' THEN coalesce(lease_holder, '') END,
 			NULL::text, NULL::text, NULL::bigint, NULL::boolean, NULL::float8
 		FROM s GROUP BY event_type, state, bucket, 10
 		UNION ALL
 		SELECT true, NULL, NULL, NULL, a.ready, NULL, NULL, NULL, NULL, NULL,
-			a.aggregate_type, a.aggregate_id, h.seq, h.blocks, extract(epoch from now() - a.ready_since)::float8
+			a.aggregate_type, a.aggregate_id, h.seq, h.blocks, ` + nullAge("a.ready_since") + `
 		FROM a CROSS JOIN LATERAL (
 			SELECT p.seq, ` + headBlocksSQL + ` AS blocks FROM ` + i.outbox + ` p
 			WHERE p.published_at IS NULL AND p.aggregate_type = a.aggregate_type AND p.aggregate_id = a.aggregate_id
 			ORDER BY p.seq LIMIT 1) h`
+}
+
+// nullAge is ageSeconds of col, NULL when col is (an infinite time stored
+// before the tables refused them reads as the latest or earliest instant).
+func nullAge(col string) string {
+	return `(CASE WHEN ` + col + ` IS NOT NULL THEN ` + ageSeconds(col) + ` END)`
 }
 
 // aggKey names an aggregate.
@@ -268,7 +274,7 @@ func (i *Inspector) countPastScan(ctx context.Context, tx pgx.Tx, s *Snapshot, u
 		SELECT 0, `+tally+`, NULL::text, NULL::text, NULL::float8, NULL::bigint, NULL::boolean FROM r0
 		UNION ALL SELECT 1, `+tally+`, NULL, NULL, NULL, NULL, NULL FROM r1
 		UNION ALL SELECT 2, a.ready, NULL, NULL, NULL, NULL, a.aggregate_type, a.aggregate_id,
-			extract(epoch from now() - a.since)::float8, h.seq, h.blocks
+			`+nullAge("a.since")+`, h.seq, h.blocks
 		FROM a CROSS JOIN LATERAL (
 			SELECT p.seq, `+headBlocksSQL+` AS blocks FROM `+i.outbox+` p
 			WHERE p.published_at IS NULL AND p.aggregate_type = a.aggregate_type AND p.aggregate_id = a.aggregate_id
@@ -314,7 +320,7 @@ func (i *Inspector) countPastScan(ctx context.Context, tx pgx.Tx, s *Snapshot, u
 	// the scan's may not be the earliest.
 	p := &parts[2]
 	var next *time.Time
-	if err := tx.QueryRow(ctx, `SELECT `+tally+`, min(available_at) FILTER (WHERE `+wire.ScheduledSQL+`)
+	if err := tx.QueryRow(ctx, `SELECT `+tally+`, `+finite(`min(available_at) FILTER (WHERE `+wire.ScheduledSQL+`)`)+`
 		FROM (SELECT * FROM `+i.outbox+` WHERE published_at IS NULL AND available_at > now()
 			ORDER BY available_at, created_at, event_id LIMIT $1) r`, cp.count+1).
 		Scan(&p.rows, &p.ready, &p.scheduled, &p.leased, &p.expired, &next); err != nil {

@@ -326,8 +326,8 @@ func (i *Inspector) snapPublished(ctx context.Context, tx pgx.Tx, s *Snapshot) e
 			count(*) FILTER (WHERE published_at > now() - interval '10 seconds'),
 			count(*) FILTER (WHERE published_at > now() - interval '1 minute'),
 			count(*) FILTER (WHERE published_at > now() - interval '5 minutes'),
-			coalesce(extract(epoch from now() - min(published_at)), 0)::float8,
-			(SELECT extract(epoch from now() - min(published_at))::float8 FROM `+i.outbox+` WHERE published_at IS NOT NULL)
+			coalesce(`+nullAge("min(published_at)")+`, 0),
+			(SELECT `+nullAge("min(published_at)")+` FROM `+i.outbox+` WHERE published_at IS NOT NULL)
 		FROM (SELECT published_at FROM `+i.outbox+`
 			WHERE published_at IS NOT NULL AND published_at > now() - interval '1 hour'
 			ORDER BY published_at DESC LIMIT $1) newest`, publishedWindowCap).Scan(&n, &n10s, &n1m, &n5m, &span, &history)
