@@ -1,12 +1,15 @@
 package sshconsole
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/outboxtop/outboxtop/internal/testenv"
 )
 
 // finishes fails the test when f has not returned within 5 s: a named pipe must
@@ -111,4 +114,30 @@ func TestGeneratedHostKeyDoesNotFollowLinks(t *testing.T) {
 			t.Errorf("a named pipe as the host key: %v", err)
 		}
 	})
+}
+
+// A line or paragraph separator or a tag character in an event reaches the SSH
+// client in its visible form, never raw: a separator would break the console's
+// line, a tag character hide text.
+func TestSeparatorsAndTagCharactersReachTheClientVisible(t *testing.T) {
+	t.Parallel()
+	pool, _ := testenv.Pool(t)
+	if _, err := pool.Exec(context.Background(), `INSERT INTO outbox_event
+		(event_id, aggregate_type, aggregate_id, event_type, payload, attempts, failed_at, last_error)
+		VALUES ('0f0f0f0f-0000-4000-8000-000000000002', 'order', 'o-2', 'order.created', '{}', 1, now(), $1)`,
+		"sep\u2028par\u2029tag\U000e0041end"); err != nil {
+		t.Fatal(err)
+	}
+	b := setupOn(t, pool, nil)
+	c := b.console(b.viewer, 160, 30)
+	c.send("4")
+	c.waitFor("2 listed")
+	c.waitFor("sep<U+2028>par<U+2029>tag<U+E0041>end")
+	c.send("q")
+	c.waitClosed()
+	for _, bad := range []string{"\u2028", "\u2029", "\U000e0041"} {
+		if strings.Contains(c.screen.raw(), bad) {
+			t.Errorf("the client got %q raw", bad)
+		}
+	}
 }
