@@ -40,6 +40,7 @@ DECLARE
     me text := pg_catalog.pg_backend_pid()::text || '@' || coalesce((SELECT pg_catalog.date_part('epoch', a.backend_start)::text
         FROM pg_catalog.pg_stat_activity a WHERE a.pid = pg_catalog.pg_backend_pid()), '?');
 BEGIN
+    PERFORM {{.schema}}.outboxtop_hold_bound('archive', p_actor, pg_catalog.cardinality(p_ids));
     -- Refused first, and never deleted: the DELETE below skips them.
     SELECT pg_catalog.count(*), coalesce(pg_catalog.array_agg(e.event_id ORDER BY e.seq), '{}')
     INTO out_refused, out_refused_ids

@@ -1,7 +1,8 @@
--- Locks the given events, in seq order, waiting for each: all of them, whatever
--- their state, so that no row the action then changes is locked out of order (one
--- that entered the action's states meanwhile included). Internal: called by the
--- SECURITY DEFINER actions (as the schema's owner), granted to no one.
+-- Locks the given events, in seq order, waiting for each. The actions pass the
+-- events that were in their states when they began and then change only those,
+-- so no row they change is locked out of order (one that entered the states
+-- meanwhile is left alone). Internal: called by the SECURITY DEFINER actions (as
+-- the schema's owner), granted to no one.
 --
 -- Each action that changes unpublished rows (retry, reset-lease, park, skip) calls
 -- it first. Locked in whatever order its plan read them (event_id or physical

@@ -11,6 +11,7 @@ DECLARE
     ids uuid[] := '{}';
     more uuid[];
 BEGIN
+    PERFORM {{.schema}}.outboxtop_hold_bound('replay', p_actor, pg_catalog.cardinality(p_ids));
     IF 'published' = ANY (st) THEN
         IF p_new_id THEN
             WITH ins AS (

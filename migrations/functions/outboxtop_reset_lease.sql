@@ -6,11 +6,19 @@ CREATE OR REPLACE FUNCTION {{.schema}}.outboxtop_reset_lease(
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_temp AS $$
 DECLARE
     st text[] := {{.schema}}.outboxtop_action_states('reset-lease', p_states);
+    todo uuid[];
 BEGIN
-    PERFORM {{.schema}}.outboxtop_lock_events(p_ids);
+    PERFORM {{.schema}}.outboxtop_hold_bound('reset-lease', p_actor, pg_catalog.cardinality(p_ids));
+    -- Only the events in the action's states are locked and changed: a caller
+    -- holding its transaction open holds those, not every id it passed, and a
+    -- row that enters the states meanwhile is left alone (it was not seen).
+    SELECT coalesce(pg_catalog.array_agg(e.event_id), '{}') INTO todo FROM {{.schema}}.outbox_event e
+    WHERE e.event_id = ANY (p_ids)
+      AND {{.schema}}.outboxtop_state(e.published_at, e.failed_at, e.lease_until, e.available_at) = ANY (st);
+    PERFORM {{.schema}}.outboxtop_lock_events(todo);
     WITH changed AS (
         UPDATE {{.schema}}.outbox_event e SET lease_until = pg_catalog.now()
-        WHERE e.event_id = ANY (p_ids)
+        WHERE e.event_id = ANY (todo)
           AND {{.schema}}.outboxtop_state(e.published_at, e.failed_at, e.lease_until, e.available_at) = ANY (st)
         RETURNING e.event_id, e.seq
     )

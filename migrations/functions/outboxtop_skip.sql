@@ -8,18 +8,26 @@ CREATE OR REPLACE FUNCTION {{.schema}}.outboxtop_skip(
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_temp AS $$
 DECLARE
     st text[] := {{.schema}}.outboxtop_action_states('skip', p_states);
+    todo uuid[];
     moved_n integer;
     refused_n integer;
 BEGIN
     IF coalesce(pg_catalog.btrim(p_reason), '') = '' THEN
         RAISE EXCEPTION 'skip: a reason is required' USING ERRCODE = '22023';
     END IF;
-    PERFORM {{.schema}}.outboxtop_lock_events(p_ids);
+    PERFORM {{.schema}}.outboxtop_hold_bound('skip', p_actor, pg_catalog.cardinality(p_ids));
+    -- Only the events in the action's states are locked and changed: a caller
+    -- holding its transaction open holds those, not every id it passed, and a
+    -- row that enters the states meanwhile is left alone (it was not seen).
+    SELECT coalesce(pg_catalog.array_agg(e.event_id), '{}') INTO todo FROM {{.schema}}.outbox_event e
+    WHERE e.event_id = ANY (p_ids)
+      AND {{.schema}}.outboxtop_state(e.published_at, e.failed_at, e.lease_until, e.available_at) = ANY (st);
+    PERFORM {{.schema}}.outboxtop_lock_events(todo);
     -- One statement, no temporary table: a table the caller created in pg_temp
     -- beforehand must never be what this function writes to.
     WITH moved AS (
         DELETE FROM {{.schema}}.outbox_event e
-        WHERE e.event_id = ANY (p_ids)
+        WHERE e.event_id = ANY (todo)
           AND {{.schema}}.outboxtop_state(e.published_at, e.failed_at, e.lease_until, e.available_at) = ANY (st)
           AND NOT EXISTS (SELECT 1 FROM {{.schema}}.outbox_event p
               WHERE p.published_at IS NULL AND p.aggregate_type = e.aggregate_type
