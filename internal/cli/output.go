@@ -27,8 +27,8 @@ func writeJSON(w io.Writer, v any) error {
 // maxLineChars bounds a line of a command's text output. Every field of it is
 // already one sanitized line, but an event type, an id or an error may be any
 // length; past this the line is cut with a marker saying how much was left out.
-// It is far above any report line (the status line with many consumers' perfdata
-// included), so only such data is cut.
+// It is far above any line a report writes of its own (the status line with its
+// performance data included), so only such data is cut.
 const maxLineChars = 4096
 
 // lineCapWriter cuts the lines written through it to max characters, ending a
