@@ -55,6 +55,7 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/tern/v2/migrate"
@@ -108,6 +109,29 @@ func NewerError(schema string, v int32, known int) error {
 // it meanwhile). It refuses a schema newer than this binary, and existing tables
 // whose columns have types outboxtop cannot work with.
 func Migrate(ctx context.Context, conn *pgx.Conn, schema string, onStart func(version int32, name string)) (from, to int32, err error) {
+	return MigrateWith(ctx, conn, schema, Options{OnStart: onStart})
+}
+
+// Options are MigrateWith's.
+type Options struct {
+	// OnStart, when not nil, is told about each migration as it starts.
+	OnStart func(version int32, name string)
+	// LockWait bounds the wait for the migration lock (0: until ctx ends). Any
+	// role may take an advisory lock, so a session that holds this one, a
+	// migrate of its own or not, would otherwise keep migrate waiting for as
+	// long as it liked, silently.
+	LockWait time.Duration
+	// OnWait, when not nil, is told once, after a second of waiting, who holds
+	// the lock (see LockHolder).
+	OnWait func(holder string)
+}
+
+// ErrLockWait: the migration lock stayed held for Options.LockWait.
+var ErrLockWait = errors.New("the migration lock is held by another session")
+
+// MigrateWith is Migrate with options.
+func MigrateWith(ctx context.Context, conn *pgx.Conn, schema string, opts Options) (from, to int32, err error) {
+	onStart := opts.OnStart
 	if err := wire.ValidateSchema(schema); err != nil {
 		return 0, 0, err
 	}
@@ -115,9 +139,9 @@ func Migrate(ctx context.Context, conn *pgx.Conn, schema string, onStart func(ve
 	if err != nil {
 		return 0, 0, err
 	}
-	lock := lockKey(schema)
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lock); err != nil {
-		return 0, 0, fmt.Errorf("taking migration lock: %w", err)
+	lock := LockKey(schema)
+	if err := takeLock(ctx, conn, lock, opts); err != nil {
+		return 0, 0, err
 	}
 	defer func() {
 		// A fresh context: the caller's may be cancelled, and a session lock left
@@ -269,10 +293,69 @@ func Version(ctx context.Context, conn *pgx.Conn, schema string) (int32, error) 
 	return v, err
 }
 
-func lockKey(schema string) int64 {
+// LockKey is the session advisory lock (pg_advisory_lock(bigint)) migrate
+// takes for schema.
+func LockKey(schema string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte("outboxtop.migrate." + schema))
 	return int64(h.Sum64())
+}
+
+// takeLock takes the migration lock, asking again every 100 ms rather than
+// queueing for it, so that it can say who holds it and give up.
+func takeLock(ctx context.Context, conn *pgx.Conn, key int64, opts Options) error {
+	start := time.Now()
+	told := false
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, "SELECT pg_catalog.pg_try_advisory_lock($1)", key).Scan(&ok); err != nil {
+			return fmt.Errorf("taking migration lock: %w", err)
+		}
+		if ok {
+			return nil
+		}
+		waited := time.Since(start)
+		if !told && waited >= time.Second && opts.OnWait != nil {
+			opts.OnWait(LockHolder(ctx, conn, key))
+			told = true
+		}
+		if opts.LockWait > 0 && waited >= opts.LockWait {
+			return fmt.Errorf("%w (%s) after waiting %v: end that session, or migrate again once it is done",
+				ErrLockWait, LockHolder(ctx, conn, key), opts.LockWait)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("taking migration lock (%s): %w", LockHolder(context.WithoutCancel(ctx), conn, key), ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// LockHolder describes the sessions holding the advisory lock key, from pg_locks
+// and pg_stat_activity: "pid 123 (role billing, application psql, idle in
+// transaction since 2026-01-02 12:00:01 UTC)". PostgreSQL shows every session's pid, role,
+// application and state to every role.
+func LockHolder(ctx context.Context, conn *pgx.Conn, key int64) string {
+	rows, err := conn.Query(ctx, `SELECT pg_catalog.format('pid %s (role %s%s%s)', l.pid, coalesce(a.usename::text, '?'),
+			CASE WHEN coalesce(a.application_name, '') <> '' THEN ', application ' || a.application_name ELSE '' END,
+			CASE WHEN a.state IS NOT NULL THEN ', ' || a.state || ' since ' ||
+				pg_catalog.to_char(a.state_change, 'YYYY-MM-DD HH24:MI:SS TZ') ELSE '' END)
+		FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+		  AND l.classid = $1::bigint::oid AND l.objid = $2::bigint::oid AND l.database = (
+			SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())`,
+		int64(uint32(uint64(key)>>32)), int64(uint32(uint64(key))))
+	if err != nil {
+		return "its holder could not be read: " + err.Error()
+	}
+	holders, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "its holder could not be read: " + err.Error()
+	}
+	if len(holders) == 0 {
+		return "no session now: it was just released"
+	}
+	return strings.Join(holders, ", ")
 }
 
 func quoteLiteral(s string) string {

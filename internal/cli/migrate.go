@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,8 +17,13 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 	db.register(fs)
 	allowCreate := fs.Bool("allow-schema-create", false,
 		"migrate even though roles other than the schema's owner may create objects in it (warns instead of refusing)")
+	lockWait := fs.Duration("lock-wait", time.Minute,
+		"how long to wait for the migration lock another session holds (another migrate, or any role: every role may take it); 0: no bound")
 	if err := parse(fs, args, io); err != nil {
 		return err
+	}
+	if *lockWait < 0 {
+		return exitError{code: ExitUsage, msg: "--lock-wait must not be negative"}
 	}
 	conn, err := db.connect(ctx, io)
 	if err != nil {
@@ -29,9 +36,17 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 	if err != nil {
 		return err
 	}
-	from, to, err := migrations.Migrate(ctx, conn, db.schema, func(version int32, name string) {
-		fmt.Fprintf(io.Out, "applying %s\n", name)
+	from, to, err := migrations.MigrateWith(ctx, conn, db.schema, migrations.Options{
+		OnStart:  func(version int32, name string) { fmt.Fprintf(io.Out, "applying %s\n", name) },
+		LockWait: *lockWait,
+		OnWait: func(holder string) {
+			fmt.Fprintf(io.Err, "outboxtop: waiting for the migration lock of schema %s, held by %s (--lock-wait %v)\n",
+				db.schema, holder, *lockWait)
+		},
 	})
+	if errors.Is(err, migrations.ErrLockWait) {
+		return exitError{ExitFailure, err.Error() + "; nothing was changed"}
+	}
 	if err != nil {
 		return err
 	}
