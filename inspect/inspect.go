@@ -100,13 +100,23 @@ func (i *Inspector) IsReadOnly() bool { return i.readOnly }
 type Count struct {
 	Value    int64 `json:"value"`
 	Estimate bool  `json:"estimate"`
+	// Bound, when set, says Value is a bound of the truth rather than the
+	// truth (a count that stopped at its cap): shown "≥" or "≤" before it.
+	Bound Bound `json:"bound,omitempty"`
 }
 
-func (c Count) String() string {
-	if c.Estimate {
-		return "~" + strconv.FormatInt(c.Value, 10)
+func (c Count) String() string { return c.Mark() + strconv.FormatInt(c.Value, 10) }
+
+// Mark is what text shows before the value: the bound's "≥" or "≤", "~" before an
+// estimate, else nothing.
+func (c Count) Mark() string {
+	switch {
+	case c.Bound != Exact:
+		return c.Bound.Mark()
+	case c.Estimate:
+		return "~"
 	}
-	return strconv.FormatInt(c.Value, 10)
+	return ""
 }
 
 // Age is a duration that reads as fractional seconds in JSON.

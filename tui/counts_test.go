@@ -9,7 +9,7 @@ import (
 )
 
 // TestTabAndListAgreeOnTheCount: the open tab's number is its list title's; an
-// estimate below the rows listed is raised to them.
+// lower bound below the rows listed is raised to them, and stays marked.
 func TestTabAndListAgreeOnTheCount(t *testing.T) {
 	leased := inspect.Event{EventID: "d3000000-0000-4000-8000-000000000003", State: wire.Leased, AggregateType: "Order",
 		AggregateID: "ord-3", EventType: "OrderPlaced", CreatedAt: offlineNow, AvailableAt: offlineNow}
@@ -20,9 +20,9 @@ func TestTabAndListAgreeOnTheCount(t *testing.T) {
 		tab    string
 		title  string
 	}{
-		{"estimate below the rows", inspect.Counts{Leased: 0, Approx: inspect.Approx{Leased: true}}, inspect.Count{Value: 1, Estimate: true}, "3 Leased ~1", "LEASED · 1 of ~1"},
+		{"lower bound below the rows", inspect.Counts{Leased: 0, Bounds: inspect.Bounds{Leased: inspect.LowerBound}}, inspect.Count{Value: 1, Estimate: true}, "3 Leased ≥1", "LEASED · 1 of ≥1"},
 		{"exact, read before the row came", inspect.Counts{Leased: 0}, inspect.Count{Value: 1}, "3 Leased 1", "LEASED · 1 listed"},
-		{"estimate above the rows", inspect.Counts{Leased: 40, Approx: inspect.Approx{Leased: true}}, inspect.Count{Value: 1, Estimate: true}, "3 Leased ~40", "LEASED · 1 of ~40"},
+		{"lower bound above the rows", inspect.Counts{Leased: 40, Bounds: inspect.Bounds{Leased: inspect.LowerBound}}, inspect.Count{Value: 1, Estimate: true}, "3 Leased ≥40", "LEASED · 1 of ≥40"},
 	} {
 		m := offline(t, 120, 30)
 		press(m, "3")

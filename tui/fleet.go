@@ -585,8 +585,8 @@ func (c fleetColumns) row(r fleet.Row) string {
 		lease = "none!"
 	}
 	lag, lagAge := lagCells(r)
-	return c.cells(lvl, name, num(r.Publishable, r.PublishableApprox), age(r.OldestPublishableAge.Duration()),
-		in, fmt.Sprintf("%.1f", r.RateOut), num(r.Failed, r.FailedApprox), num(r.Blocked, r.BlockedApprox), lease,
+	return c.cells(lvl, name, r.PublishableBound.Format(r.Publishable), age(r.OldestPublishableAge.Duration()),
+		in, fmt.Sprintf("%.1f", r.RateOut), r.FailedBound.Format(r.Failed), r.BlockedBound.Format(r.Blocked), lease,
 		lag, lagAge, Sanitize(labelString(r.Labels))) + " " + Sanitize(r.Condition())
 }
 

@@ -248,7 +248,7 @@ func (m *Model) listTotal(v viewID) inspect.Count {
 	case !ok || m.filters[v].text != "":
 		return t.total
 	}
-	return inspect.Count{Value: max(c.Value, int64(len(t.rows))), Estimate: c.Estimate}
+	return inspect.Count{Value: max(c.Value, int64(len(t.rows))), Estimate: c.Estimate, Bound: c.Bound}
 }
 
 // stateCount is the Overview's count for a list view's state.
@@ -256,11 +256,11 @@ func (m *Model) stateCount(v viewID) (inspect.Count, bool) {
 	c := m.overview.counts
 	switch v {
 	case viewPending:
-		return inspect.Count{Value: c.Pending, Estimate: c.Approx.Pending}, true
+		return inspect.Count{Value: c.Pending, Bound: c.Bounds.Pending}, true
 	case viewLeased:
-		return inspect.Count{Value: c.Leased, Estimate: c.Approx.Leased}, true
+		return inspect.Count{Value: c.Leased, Bound: c.Bounds.Leased}, true
 	case viewFailed:
-		return inspect.Count{Value: c.Failed, Estimate: c.Approx.Failed}, true
+		return inspect.Count{Value: c.Failed, Bound: c.Bounds.Failed}, true
 	case viewPublished:
 		return c.Published, true
 	case viewArchived:

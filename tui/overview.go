@@ -31,7 +31,7 @@ type overviewVM struct {
 	failedGroupsOf    int64
 	sample            trendSample
 	blockedCount      int64
-	blockedEstimate   bool
+	blockedBound      inspect.Bound
 	blocked           []blockedVM
 	failedByError     []inspect.Group
 	inbox             []inspect.Consumer
@@ -72,7 +72,7 @@ func newOverviewVM(s inspect.Snapshot, relay Relay, extras []Extra) overviewVM {
 		partial:           s.Partial,
 		failedGroupsOf:    s.FailedGroupsOf,
 		sample:            sampleOf(s),
-		blockedEstimate:   s.Blocked.Estimate,
+		blockedBound:      s.Blocked.Bound,
 		relays:            newRelaysVM(s),
 	}
 	for _, b := range s.Blocked.Aggregates {
@@ -154,14 +154,6 @@ func sparkline(samples []float64, width int) string {
 	return b.String()
 }
 
-// num is a count as the console shows it: "~" before an estimate.
-func num(n int64, estimate bool) string {
-	if estimate {
-		return "~" + itoa64(n)
-	}
-	return itoa64(n)
-}
-
 // rate is events per second, to one decimal.
 func rate(r float64) string { return fmt.Sprintf("%.1f/s", r) }
 
@@ -176,35 +168,35 @@ func (m *Model) viewOverview(w, h int) string {
 	since := vm.since(now)
 	colW := w / 2
 	kv := func(k, v string) string { return fmt.Sprintf("%-14s %s", k, v) }
-	c, a := vm.counts, vm.counts.Approx
+	c, b := vm.counts, vm.counts.Bounds
 
 	left := []string{st.section.Render("OUTBOX")}
-	left = append(left, kv("ready", num(c.Ready, a.Ready)))
+	left = append(left, kv("ready", b.Ready.Format(c.Ready)))
 	lag := "-"
-	if c.Ready-c.Waiting > 0 {
+	if c.Publishable > 0 || vm.oldestPublishable > 0 {
 		lag = age(vm.oldestPublishable + since)
 		if vm.publishableApprox {
 			lag = "≥" + lag
 		}
 	}
-	left = append(left, kv(" publishable", num(c.Ready-c.Waiting, a.Ready || a.Waiting)+" · lag "+lag))
-	waiting := num(c.Waiting, a.Waiting)
+	left = append(left, kv(" publishable", b.Publishable.Format(c.Publishable)+" · lag "+lag))
+	waiting := b.Waiting.Format(c.Waiting)
 	if c.Waiting > 0 {
 		waiting = st.warn.Render(waiting)
 	}
 	left = append(left, kv(" waiting", waiting+" behind blockers"))
-	sched := num(c.Scheduled, a.Scheduled)
+	sched := b.Scheduled.Format(c.Scheduled)
 	if vm.nextScheduled != nil {
 		sched += " · next in " + age(vm.nextScheduled.Sub(now))
 	}
-	leased := num(c.Leased, a.Leased)
+	leased := b.Leased.Format(c.Leased)
 	if vm.expiredLeases > 0 {
-		leased += " · " + st.warn.Render(itoa64(vm.expiredLeases)+" expired")
+		leased += " · " + st.warn.Render(b.ExpiredLeases.Format(vm.expiredLeases)+" expired")
 	}
 	left = append(left,
 		kv("scheduled", sched),
 		kv("leased", leased),
-		kv("failed", failedText(num(c.Failed, a.Failed), c.Failed, st)),
+		kv("failed", failedText(b.Failed.Format(c.Failed), c.Failed, st)),
 	)
 	if c.Pending > 0 {
 		left = append(left, kv("oldest pending", age(vm.oldestPending+since)))
@@ -318,7 +310,7 @@ func (m *Model) backlogText(st styles) string {
 	case !publishing:
 		return st.bad.Render("not draining")
 	case drains && c.Waiting > 0:
-		return st.good.Render("shrinking") + " · " + st.warn.Render(num(c.Waiting, c.Approx.Waiting)+" stuck")
+		return st.good.Render("shrinking") + " · " + st.warn.Render(c.Bounds.Waiting.Format(c.Waiting)+" stuck")
 	case drains:
 		return st.good.Render("drains in ~" + age(d))
 	case r > 0:
@@ -371,8 +363,8 @@ func (m *Model) overviewSections(w, room int, on func(overviewTarget) bool) ([]s
 	if x := vm.xmin; x != nil {
 		tables = append(tables, st.warn.Render(fmt.Sprintf("  vacuum held back %s by %s %s (%s)", age(x.Age.Duration()), x.Kind, x.Name, x.State)))
 	}
-	blockedSec := section{title: "BLOCKED AGGREGATES (" + num(vm.blockedCount, vm.blockedEstimate) + ")", body: blocked,
-		total: vm.blockedCount, estimate: vm.blockedEstimate, min: 3, kind: targetBlocked, targets: len(vm.blocked)}
+	blockedSec := section{title: "BLOCKED AGGREGATES (" + vm.blockedBound.Format(vm.blockedCount) + ")", body: blocked,
+		total: vm.blockedCount, bound: vm.blockedBound, min: 3, kind: targetBlocked, targets: len(vm.blocked)}
 	failedSec := section{title: failedTitle, body: failed, min: 2, kind: targetError, targets: len(vm.failedByError)}
 	typesSec, attempts := m.breakdownLines(w, on)
 	typesSec.kind, typesSec.targets = targetType, len(vm.types)
@@ -425,8 +417,8 @@ type section struct {
 	body []string
 	// total, when set, is how many items the body's lines stand for (the body may
 	// hold only the first few): "… N more" counts from it.
-	total    int64
-	estimate bool
+	total int64
+	bound inspect.Bound
 	// min is the number of body lines the section keeps however full the
 	// Overview is (0: the section is shown only when two fit).
 	min int
@@ -500,12 +492,12 @@ func layoutSections(room int, st styles, fixed bool, ss ...section) ([]string, [
 		switch {
 		case len(body) > avail:
 			n = max(avail-1, 0)
-			body = append(body[:n:n], st.dim.Render("  … "+num(total-int64(n), s.estimate)+" more"))
+			body = append(body[:n:n], st.dim.Render("  … "+s.bound.Format(total-int64(n))+" more"))
 		case total > int64(len(body)) && len(body) < avail:
-			body = append(body[:n:n], st.dim.Render("  … "+num(total-int64(n), s.estimate)+" more"))
+			body = append(body[:n:n], st.dim.Render("  … "+s.bound.Format(total-int64(n))+" more"))
 		case total > int64(len(body)) && len(body) > 0:
 			n = len(body) - 1
-			body = append(body[:n:n], st.dim.Render("  … "+num(total-int64(n), s.estimate)+" more"))
+			body = append(body[:n:n], st.dim.Render("  … "+s.bound.Format(total-int64(n))+" more"))
 		}
 		shown[i] = n
 		lines = append(lines, body...)

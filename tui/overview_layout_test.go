@@ -191,3 +191,26 @@ func TestMissingTopicIsABanner(t *testing.T) {
 		t.Fatalf("the banner is gone in Failed:\n%s", plain(m.Render()))
 	}
 }
+
+// TestOverviewMarksEveryBound: a count that stopped at its cap carries its mark
+// (≥, ≤) on the Overview and the tabs; an exact one carries none.
+func TestOverviewMarksEveryBound(t *testing.T) {
+	t.Parallel()
+	c := overviewCases()[2]
+	c.snap.Counts.Publishable = 101
+	c.snap.Counts.Bounds = inspect.Bounds{Ready: inspect.LowerBound, Waiting: inspect.LowerBound, Publishable: inspect.LowerBound,
+		Pending: inspect.LowerBound, Failed: inspect.LowerBound}
+	c.snap.Blocked.Bound = inspect.LowerBound
+	_, screen := drawOverview(t, c, 80, 24)
+	for _, want := range []string{"ready          ≥607", "publishable   ≥101", "waiting       ≥506", "scheduled      50000 ",
+		"failed         ≥200001", "BLOCKED AGGREGATES (≥70001)", "4 Failed ≥200k", "2 Pending ≥50k"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("no %q in\n%s", want, screen)
+		}
+	}
+	c.snap.Counts.Bounds, c.snap.Blocked.Bound = inspect.Bounds{}, inspect.Exact
+	c.snap.Counts.Approx, c.snap.Blocked.Estimate = inspect.Approx{}, false
+	if _, screen := drawOverview(t, c, 80, 24); strings.ContainsAny(screen, "≥≤~") {
+		t.Errorf("an exact snapshot shows a mark:\n%s", screen)
+	}
+}

@@ -129,8 +129,8 @@ func (m *Model) stale() bool {
 
 func (m *Model) tabsLine() string {
 	c := m.overview.counts
-	counts := [viewCount]inspect.Count{{}, {Value: c.Pending, Estimate: c.Approx.Pending}, {Value: c.Leased, Estimate: c.Approx.Leased},
-		{Value: c.Failed, Estimate: c.Approx.Failed}, c.Published, {Value: m.consumersTabCount()}}
+	counts := [viewCount]inspect.Count{{}, {Value: c.Pending, Bound: c.Bounds.Pending}, {Value: c.Leased, Bound: c.Bounds.Leased},
+		{Value: c.Failed, Bound: c.Bounds.Failed}, c.Published, {Value: m.consumersTabCount()}}
 	titles := viewTitles
 	if m.view == viewArchived {
 		titles[viewPublished], counts[viewPublished] = listViews[viewArchived].title, c.Archived
@@ -174,11 +174,18 @@ func (m *Model) tabsLine() string {
 	return ansi.Truncate(l, m.width, "…")
 }
 
-// compact is a count in at most five cells: 9999, 12k, 993k, 1M, 1.2M ("~" before
-// an estimate).
+// compact is a count in at most five cells: 9999, 12k, 993k, 1M, 1.2M, marked as
+// Count.Mark says. A lower bound is rounded down, so it stays one.
 func compact(c inspect.Count) string {
+	n := c.Value
+	if c.Bound == inspect.LowerBound && n >= 10_000 {
+		n = n / 1000 * 1000
+		if n >= 1_000_000 {
+			n = n / 100_000 * 100_000
+		}
+	}
 	var s string
-	switch n := c.Value; {
+	switch {
 	case n < 10_000:
 		s = fmt.Sprint(n)
 	case n < 1_000_000:
@@ -186,10 +193,7 @@ func compact(c inspect.Count) string {
 	default:
 		s = strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e6), ".0") + "M"
 	}
-	if c.Estimate {
-		return "~" + s
-	}
-	return s
+	return c.Mark() + s
 }
 
 // listInfo is the line above a table: what is listed, how, and what is marked.
@@ -209,7 +213,7 @@ func (m *Model) listInfo(w int) string {
 		s += " · not loaded: the database does not answer"
 	case !t.loaded:
 		s += " · loading…"
-	case t.more || total.Estimate || total.Value != int64(len(t.rows)):
+	case t.more || total.Mark() != "" || total.Value != int64(len(t.rows)):
 		s += fmt.Sprintf(" · %d of %s", len(t.rows), total)
 	default:
 		s += fmt.Sprintf(" · %d listed", len(t.rows))

@@ -304,10 +304,11 @@ func TestTabsKeepEveryViewAt80Columns(t *testing.T) {
 	m.Update(teaSize(80, 24))
 	s := inspect.Snapshot{TakenAt: now, Inbox: []inspect.Consumer{{Name: "billing"}}}
 	s.Counts = inspect.Counts{Ready: 119066, Scheduled: 185716, Pending: 304782, Failed: 992851,
-		Published: inspect.Count{Value: 1025900, Estimate: true}, Approx: inspect.Approx{Ready: true, Scheduled: true, Pending: true, Failed: true}}
+		Published: inspect.Count{Value: 1025900, Estimate: true}, Approx: inspect.Approx{Ready: true, Scheduled: true, Pending: true, Failed: true},
+		Bounds: inspect.Bounds{Ready: inspect.LowerBound, Scheduled: inspect.LowerBound, Pending: inspect.LowerBound, Failed: inspect.LowerBound}}
 	m.Update(loadedMsg{overview: newOverviewVM(s, nil, nil)})
 	tabs := strings.Split(plain(m.Render()), "\n")[1]
-	for _, want := range []string{"2 Pending ~305k", "4 Failed ~993k", "5 Pub ~1M", "6 Cons 1"} {
+	for _, want := range []string{"2 Pending ≥304k", "4 Failed ≥992k", "5 Pub ~1M", "6 Cons 1"} {
 		if !strings.Contains(tabs, want) {
 			t.Errorf("tabs %q lack %q", tabs, want)
 		}

@@ -156,8 +156,8 @@ func fleetLine(r fleet.Row) string {
 		cond = strings.Join(r.Crossed, ", ")
 	}
 	return fmt.Sprintf("%-8s %s: %s; publishable %s (oldest %s), failed %s, blocked %s, relays %d, leased %d, published %.1f/s%s",
-		r.Level, r.Name, cond, approx(r.Publishable, r.PublishableApprox), r.OldestPublishableAge,
-		approx(r.Failed, r.FailedApprox), approx(r.Blocked, r.BlockedApprox), r.Relays, r.Leased, r.RateOut, lagText(r.Lag, cond))
+		r.Level, r.Name, cond, r.PublishableBound.Format(r.Publishable), r.OldestPublishableAge,
+		r.FailedBound.Format(r.Failed), r.BlockedBound.Format(r.Blocked), r.Relays, r.Leased, r.RateOut, lagText(r.Lag, cond))
 }
 
 // lagText is a fleet line's consumer lag: the largest lag and its group, the

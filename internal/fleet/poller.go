@@ -57,14 +57,20 @@ type Row struct {
 	NoRelay bool `json:"no_relay"`
 	// Publishable are the ready events not waiting behind a failed or scheduled
 	// one; OldestPublishableAge is the relay's lag (status's "oldest publishable").
-	Publishable          int64       `json:"publishable"`
-	PublishableApprox    bool        `json:"publishable_approx,omitempty"`
-	OldestPublishableAge inspect.Age `json:"oldest_publishable_age_seconds"`
-	Pending              int64       `json:"pending"`
-	Failed               int64       `json:"failed"`
-	FailedApprox         bool        `json:"failed_approx,omitempty"`
-	Blocked              int64       `json:"blocked"`
-	BlockedApprox        bool        `json:"blocked_approx,omitempty"`
+	Publishable       int64 `json:"publishable"`
+	PublishableApprox bool  `json:"publishable_approx,omitempty"`
+	// PublishableBound, FailedBound and BlockedBound say how each of those counts
+	// relates to the truth (the snapshot's bounds; the *Approx booleans say the
+	// same for older readers).
+	PublishableBound     inspect.Bound `json:"publishable_bound,omitempty"`
+	FailedBound          inspect.Bound `json:"failed_bound,omitempty"`
+	BlockedBound         inspect.Bound `json:"blocked_bound,omitempty"`
+	OldestPublishableAge inspect.Age   `json:"oldest_publishable_age_seconds"`
+	Pending              int64         `json:"pending"`
+	Failed               int64         `json:"failed"`
+	FailedApprox         bool          `json:"failed_approx,omitempty"`
+	Blocked              int64         `json:"blocked"`
+	BlockedApprox        bool          `json:"blocked_approx,omitempty"`
 	// RateIn is events added per second between the last two polls (nil until
 	// there are two); RateOut is published per second over the last ten seconds.
 	RateIn  *float64 `json:"rate_in_per_second"`
@@ -383,11 +389,12 @@ func (m *member) read(ctx context.Context) Row {
 	row.Snapshot = &s
 	c := s.Counts
 	row.Leased, row.ExpiredLeases = c.Leased, s.ExpiredLeases
-	row.Publishable, row.PublishableApprox = c.Ready-c.Waiting, c.Approx.Ready || c.Approx.Waiting
+	row.Publishable, row.PublishableBound = c.Publishable, c.Bounds.Publishable
+	row.PublishableApprox = row.PublishableBound != inspect.Exact
 	row.OldestPublishableAge = publishable
 	row.Pending = c.Pending
-	row.Failed, row.FailedApprox = c.Failed, c.Approx.Failed
-	row.Blocked, row.BlockedApprox = s.Blocked.Count, s.Blocked.Estimate
+	row.Failed, row.FailedApprox, row.FailedBound = c.Failed, c.Approx.Failed, c.Bounds.Failed
+	row.Blocked, row.BlockedApprox, row.BlockedBound = s.Blocked.Count, s.Blocked.Estimate, s.Blocked.Bound
 	row.RateOut = s.Published.CurrentPerSecond
 	row.Relays = s.RelaysLive()
 	row.NoRelay = row.Publishable > 0 && row.Relays == 0 && c.Leased == 0 && s.Published.Last10s == 0 && publishable.Duration() > 10*time.Second
