@@ -89,7 +89,7 @@ var defaultCaps = snapCaps{
 	scan:         5_000,
 	probe:        1_000,
 	count:        5_000,
-	failed:       100_000,
+	failed:       250_000,
 	failedGroups: 1_000,
 	blockedProbe: 2_000,
 }

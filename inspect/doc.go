@@ -36,7 +36,8 @@
 //     relay's blocked hint says (outbox_claim_idx, outbox_blocked_idx, and
 //     outbox_ready_idx past now()), counted up to 5,000 rows each, and the ready
 //     rows among the first two grouped by aggregate and probed likewise;
-//   - the failed rows, an index-only count of outbox_failed_idx up to 100,000, and
+//   - the failed rows, an index-only count of outbox_failed_idx up to 250,000 (an
+//     incident of 200,000 failures reads exact, as the relay's /metrics does), and
 //     the newest 1,000 for the groups by type and error (Snapshot.FailedGroupsOf
 //     says when they cover only these);
 //   - the oldest 2,000 failures and the soonest 2,000 retries, asked whether they
