@@ -56,6 +56,8 @@ var forgeries = []struct{ what, sql string }{
 		`SELECT outboxtop_lock_events(ARRAY['{pending}']::uuid[])`},
 	{"archive without an audit row (housekeeping function)", `SELECT outboxtop_archive_published(interval '0', 100)`},
 	{"delete archived events (housekeeping function)", `SELECT outboxtop_delete_archived(interval '0', 100)`},
+	{"prune another consumer's inbox", `SELECT outboxtop_inbox_prune('billing', now(), 100)`},
+	{"loosen an action's bounds through its internal helper", `SELECT outboxtop_hold_bound('retry', 'alice', 1)`},
 	{"forge a relay heartbeat", `INSERT INTO outbox_relay (holder, db_user, state, started_at, seen_at, interval_ms)
 		VALUES ('forged:1', 'someone', 'running', now(), now() + interval '100 years', 5000)`},
 	{"keep a dead relay alive", `UPDATE outbox_relay SET seen_at = now() + interval '100 years'`},

@@ -210,6 +210,8 @@ func TestShadowedBuiltinsAreNeverCalled(t *testing.T) {
 		`SELECT outboxtop_archive_published(interval '1 day', 100)`,
 		`UPDATE outbox_event_archive SET archived_at = now() - interval '2 days', published_at = coalesce(published_at, now())`,
 		`SELECT outboxtop_delete_archived(interval '1 day', 100)`,
+		`INSERT INTO consumed_event (consumer_name, event_id, consumed_at) VALUES ('billing', gen_random_uuid(), now() - interval '2 days')`,
+		`SELECT outboxtop_inbox_prune('billing', now() - interval '1 day', 100)`,
 	}
 	for _, step := range steps {
 		if _, err := db.Exec(ctx, step); err != nil {
