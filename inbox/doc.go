@@ -35,5 +35,8 @@
 //
 // consumed_event grows by one row per event and consumer; Prune removes rows
 // older than an age in small batches. Keep that age longer than any
-// redelivery can be late.
+// redelivery can be late. Prune deletes through the schema's
+// outboxtop_inbox_prune, so a consumer role (`outboxtop grants --role
+// consumer`) needs no DELETE on the table: a role with one could lock it and
+// stop every other consumer's inserts.
 package inbox

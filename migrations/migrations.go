@@ -6,10 +6,12 @@
 // on tables and data steps, each applied once. functions/<name>.sql holds one
 // stored function each, in its current text, with what depends on the function
 // alone (its REVOKE from PUBLIC, a trigger that calls it, a grant made when it is
-// first created); every migrate applies them all again after the numbered
-// migrations, so a function is read, reviewed and changed in one place, and a
-// database at any version ends with the same functions. Both kinds are Go
-// templates over the same data ({{.schema}}, {{.channel}}).
+// first created, with the table privilege it replaces, as for the inbox prune,
+// or when a new signature replaces an old one); every migrate applies them all
+// again after the numbered migrations, so a function is read, reviewed and
+// changed in one place, and a database at any version ends with the same
+// functions. Both kinds are Go templates over the same data ({{.schema}},
+// {{.channel}}).
 //
 // The SECURITY DEFINER functions run as their owner with search_path pinned to
 // pg_catalog, the schema and pg_temp. That order is not enough on its own:
