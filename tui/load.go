@@ -59,10 +59,12 @@ func (m *Model) startLoad() tea.Cmd {
 		req.list, req.filter, req.sort, req.desc, req.want = lv, m.filters[m.view], t.sort, t.desc, max(t.want, m.opts.Limit)
 	}
 	in, snaps, relay, extras, ctx, limit, now := m.opts.Inspector, m.opts.Snapshots, m.opts.Relay, m.opts.Extras, m.opts.Context, m.opts.Limit, m.opts.Now
-	return tea.Batch(func() tea.Msg { return load(ctx, in, snaps, relay, extras, limit, now, req) }, m.startLagLoad())
+	missing := m.opts.MissingTopics
+	return tea.Batch(func() tea.Msg { return load(ctx, in, snaps, relay, extras, missing, limit, now, req) }, m.startLagLoad())
 }
 
-func load(ctx context.Context, in *inspect.Inspector, snaps SnapshotSource, relay Relay, extras []Extra, limit int, now func() time.Time, req loadRequest) loadedMsg {
+func load(ctx context.Context, in *inspect.Inspector, snaps SnapshotSource, relay Relay, extras []Extra,
+	missing func(context.Context) ([]MissingTopic, error), limit int, now func() time.Time, req loadRequest) loadedMsg {
 	start := now()
 	msg := loadedMsg{req: req}
 	snap, err := snaps.Snapshot(ctx)
@@ -71,6 +73,15 @@ func load(ctx context.Context, in *inspect.Inspector, snaps SnapshotSource, rela
 		return msg
 	}
 	msg.overview = newOverviewVM(snap, relay, extras)
+	if missing != nil {
+		// A failed read only leaves the banner out: the snapshot stands.
+		if topics, err := missing(ctx); err == nil {
+			for _, t := range topics {
+				t.Topic = Sanitize(t.Topic)
+				msg.overview.missingTopics = append(msg.overview.missingTopics, t)
+			}
+		}
+	}
 	if req.list != nil {
 		// Keyset pages (ties broken by seq), read until the rows wanted are loaded.
 		var after string

@@ -34,6 +34,11 @@ type Options struct {
 	Context context.Context
 	// Limit is the number of rows a list view loads (default 500).
 	Limit int
+	// MissingTopics, when set, reads with every load the Kafka topics that do
+	// not exist while events wait for them, as the rows say: for a console
+	// without an embedded relay (one with a relay takes them from its status).
+	// It must be bounded and quick.
+	MissingTopics func(ctx context.Context) ([]MissingTopic, error)
 	// Extras are additional keys, for example the demo's fault switches. They appear
 	// in the help screen under "extras" only when present.
 	Extras []Extra

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -212,5 +214,27 @@ func TestOverviewMarksEveryBound(t *testing.T) {
 	c.snap.Counts.Approx, c.snap.Blocked.Estimate = inspect.Approx{}, false
 	if _, screen := drawOverview(t, c, 80, 24); strings.ContainsAny(screen, "≥≤~") {
 		t.Errorf("an exact snapshot shows a mark:\n%s", screen)
+	}
+}
+
+// TestMissingTopicBannerWithoutARelay: a console without an embedded relay shows
+// the topics its MissingTopics reader finds, sanitized, and a failing reader only
+// leaves the banner out.
+func TestMissingTopicBannerWithoutARelay(t *testing.T) {
+	t.Parallel()
+	fail := false
+	b := setup(t, Options{MissingTopics: func(context.Context) ([]MissingTopic, error) {
+		if fail {
+			return nil, errors.New("permission denied")
+		}
+		return []MissingTopic{{Topic: "outbox.ship\u202ement", Events: 25}}, nil
+	}})
+	if s := b.text(); !strings.Contains(s, "TOPIC outbox.ship<U+202E>ment DOES NOT EXIST: 25 events wait for it") {
+		t.Fatalf("no banner:\n%s", s)
+	}
+	fail = true
+	b.run(b.m.startLoad())
+	if s := b.text(); strings.Contains(s, "DOES NOT EXIST") || !strings.Contains(s, "BLOCKED AGGREGATES") {
+		t.Fatalf("after a failed read:\n%s", s)
 	}
 }

@@ -85,7 +85,8 @@ func openFleetOutbox(p *fleet.Poller, dial func([]string) consumerlag.Dial, read
 			pool.Close()
 			return tui.Options{}, nil, err
 		}
-		return tui.Options{Inspector: in, ReadOnly: readOnly, Actor: actor, Name: name, Consumers: lag},
+		return tui.Options{Inspector: in, ReadOnly: readOnly, Actor: actor, Name: name, Consumers: lag,
+				MissingTopics: missingTopicsOf(pool, o.Schema)},
 			func() { closeLag(); pool.Close() }, nil
 	}
 }

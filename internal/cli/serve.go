@@ -107,7 +107,7 @@ func runServe(ctx context.Context, args []string, io IO) error {
 		return err
 	}
 	defer a.Close()
-	console := tui.Options{Inspector: a.Inspector, ReadOnly: f.readOnly}
+	console := tui.Options{Inspector: a.Inspector, ReadOnly: f.readOnly, MissingTopics: missingTopicsOf(a.Pool, f.db.schema)}
 	if a.Relay != nil {
 		console.Relay = relayControl{a.Relay}
 	}

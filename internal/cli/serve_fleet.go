@@ -154,7 +154,7 @@ func (f *fleetPools) open(ctx context.Context, name string, operator bool) (tui.
 		l = fleetLag{lag, closeLag}
 		f.lags[name] = l
 	}
-	return tui.Options{Inspector: in, Consumers: l.lag}, nil, nil
+	return tui.Options{Inspector: in, Consumers: l.lag, MissingTopics: missingTopicsOf(pool, schema)}, nil, nil
 }
 
 func (f *fleetPools) close() {

@@ -32,7 +32,8 @@ func runTUI(ctx context.Context, c *consoleFlags, io IO) error {
 		actor = inspect.DefaultActor(io.Getenv)
 	}
 	return a.Run(ctx, func(ctx context.Context) error {
-		topts := tui.Options{Inspector: a.Inspector, ReadOnly: c.readOnly, Actor: actor, Context: ctx}
+		topts := tui.Options{Inspector: a.Inspector, ReadOnly: c.readOnly, Actor: actor, Context: ctx,
+			MissingTopics: missingTopicsOf(a.Pool, c.db.schema)}
 		if a.Relay != nil {
 			// Pause and resume are audited like the actions (a read-only console
 			// cannot pause at all).
@@ -105,4 +106,21 @@ func (c relayControl) Status() tui.RelayStatus {
 		st.MissingTopics = append(st.MissingTopics, tui.MissingTopic{Topic: t.Topic, Events: t.Events, FirstSeen: t.FirstSeen})
 	}
 	return st
+}
+
+// missingTopicsOf reads, for a console, the Kafka topics that do not exist while
+// events wait for them, as the rows' last_error says (bounded: the oldest
+// relay.WaitWindow pending events).
+func missingTopicsOf(q relay.Querier, schema string) func(context.Context) ([]tui.MissingTopic, error) {
+	return func(ctx context.Context) ([]tui.MissingTopic, error) {
+		waits, err := relay.WaitingForMissingTopics(ctx, q, schema)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]tui.MissingTopic, 0, len(waits))
+		for _, w := range waits {
+			out = append(out, tui.MissingTopic{Topic: w.Topic, Events: int(w.Events)})
+		}
+		return out, nil
+	}
 }
