@@ -398,7 +398,7 @@ func (i *Inspector) snapInbox(ctx context.Context, tx pgx.Tx, s *Snapshot) error
 	rows, err := tx.Query(ctx, consumersCTE(i.consumed)+`
 		SELECT c.consumer_name,
 			(SELECT count(*) FROM `+i.consumed+` e WHERE e.consumer_name = c.consumer_name AND e.consumed_at > now() - interval '5 minutes'),
-			(SELECT max(consumed_at) FROM `+i.consumed+` e WHERE e.consumer_name = c.consumer_name)
+			(SELECT `+finite("max(consumed_at)")+` FROM `+i.consumed+` e WHERE e.consumer_name = c.consumer_name)
 		FROM consumers c WHERE c.consumer_name IS NOT NULL LIMIT 100`)
 	if err != nil {
 		return err
