@@ -221,7 +221,7 @@ func (i *Inspector) DryRun(ctx context.Context, r Request) (Plan, error) {
 	return p, nil
 }
 
-// Do performs r through the schema's action function for r.Action (migration 008),
+// Do performs r through the schema's action function for r.Action (migrations/functions/),
 // which re-checks each event's state, changes only those rows and writes exactly
 // one outbox_audit row in the same transaction; the caller needs EXECUTE on the
 // function and no write privilege on any table. Do reads the ids r selects (a plain
@@ -251,7 +251,7 @@ func (i *Inspector) Do(ctx context.Context, r Request) (Result, error) {
 	}
 	// A deadlock rolls the whole transaction back, audit row included, so the
 	// action is simply done again (re-reading its events). The actions lock
-	// their events in seq order (migration 011), as the relay's unblock does,
+	// their events in seq order (outboxtop_lock_events), as the relay's unblock does,
 	// so none of those deadlock each other; the relay's mark and settle, or
 	// someone else's session, may take the same rows in another order. The
 	// pause before trying again lets the other side take the rows it won:
@@ -334,7 +334,7 @@ func lockedRows(err error) error {
 	return err
 }
 
-// actionFunctions name each action's function in migration 008. All take (actor,
+// actionFunctions name each action's function (migrations/functions/<name>.sql). All take (actor,
 // reason, event ids, states, filter); replay adds new_id, and archive takes the
 // audit row to add to instead of states.
 var actionFunctions = map[Action]string{

@@ -86,7 +86,7 @@
 // both), and optionally From, the state the operator saw. DryRun counts the rows the
 // action would touch; Do performs it and writes exactly one outbox_audit row. Do
 // reads the ids the target selects and hands them to the action's function in the
-// database (migration 008: SECURITY DEFINER, owned by the migrating role), which
+// database (migrations/functions/: SECURITY DEFINER, owned by the migrating role), which
 // re-checks each row's state, changes only those rows and writes the audit row in
 // the same transaction. An operator's role needs EXECUTE on those functions and no
 // write privilege on any table, so no action can bypass the audit. A row that
@@ -125,7 +125,7 @@
 // The actor recorded in the audit row is Request.Actor, else DefaultActor: the OS
 // user plus the SSH client address from SSH_CONNECTION.
 //
-// An action locks its events in seq order before changing any (migration 011),
+// An action locks its events in seq order before changing any (outboxtop_lock_events),
 // so two actions cannot deadlock each other. One can still deadlock with a
 // session that takes the same rows in another order (a relay's mark of a batch
 // in flight, someone's own SQL): PostgreSQL rolls the action back, audit row
@@ -159,7 +159,7 @@
 //	inspect.go      capped counts and the planner's estimates
 //
 // The actions and retention run the schema's functions, defined with their
-// audit rows in migrations/008_actions.sql; outboxtop_state there restates
+// audit rows in migrations/functions/; outboxtop_state.sql there restates
 // wire's states in SQL for them (TestStateFunctionIsWires checks it against
 // wire). Every table and function is named through internal/sqltemplate.Name,
 // the quoting the relay's embedded statements get from their {{.schema}}

@@ -28,7 +28,7 @@ func (i *Inspector) ArchiveOlderThan(ctx context.Context, age time.Duration, bat
 	return total, nil
 }
 
-// housekeep calls one of the schema's housekeeping functions (migration 008) until
+// housekeep calls one of the schema's housekeeping functions (migrations/functions/) until
 // a batch comes back short. Each call is its own transaction.
 func (i *Inspector) housekeep(ctx context.Context, fn string, age time.Duration, batch int) (int64, error) {
 	var total int64

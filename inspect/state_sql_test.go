@@ -10,7 +10,7 @@ import (
 )
 
 // The actions' functions decide states with outboxtop_state
-// (migrations/008_actions.sql), a restatement of wire's conditions: on rows in
+// (migrations/functions/outboxtop_state.sql), a restatement of wire's conditions: on rows in
 // every combination of the columns the states read, both select the same rows
 // for every state.
 func TestStateFunctionIsWires(t *testing.T) {

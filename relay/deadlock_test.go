@@ -80,7 +80,7 @@ func TestRenewAndReleaseNeverWaitForRowLocks(t *testing.T) {
 
 // Every statement that waits for row locks and can meet an operator's action takes
 // them in seq order, so while it waits for one row it holds none of the later
-// ones: the actions (migration 011) and the unblock after a mark. Checked here on
+// ones: the actions (outboxtop_lock_events) and the unblock after a mark. Checked here on
 // three events whose event_id order and physical order are both the reverse of
 // their seq order: while the statement waits for the first row in seq order,
 // another session can still lock the other two.

@@ -83,7 +83,7 @@
 //
 // Row locks: the claim, renew, the shutdown release and the sweeps never wait
 // for one (they skip rows another session holds: FOR UPDATE SKIP LOCKED). The
-// unblock after a mark and the operator actions (migration 011) take their rows
+// unblock after a mark and the operator actions (outboxtop_lock_events) take their rows
 // in seq order before changing any, so they cannot deadlock each other
 // (TestActionsAndUnblockLockInSeqOrder). Mark and settle lock in their plan's
 // order: an operator's action on a batch whose mark or settle is running can
@@ -234,6 +234,6 @@
 // against wire's condition on rows of every combination of the columns; an
 // unmarked available_at <= now() fails it. Elsewhere ready is written out in
 // wire.OldestPublishableSQL, beside its definition, and the states are
-// restated by outboxtop_state in migrations/008_actions.sql for the operator's
+// restated by outboxtop_state (migrations/functions/outboxtop_state.sql) for the operator's
 // actions (package inspect's TestStateFunctionIsWires checks it).
 package relay

@@ -74,7 +74,7 @@ func TestActionAcceptsTheShortIdsTraceAccepts(t *testing.T) {
 }
 
 // The help names what each action does to an event: skip archives the blocking
-// event without publishing it (migration 008's skip), so its aggregate moves on;
+// event without publishing it (outboxtop_skip), so its aggregate moves on;
 // park is the one that marks events failed.
 func TestHelpSaysWhatSkipAndParkDo(t *testing.T) {
 	t.Parallel()
