@@ -83,27 +83,6 @@ var fuzzKeys = func() []string {
 	return out
 }()
 
-// fuzzKey is the key press a key name stands for.
-func fuzzKey(k string) tea.KeyPressMsg {
-	switch k {
-	case "up":
-		return tea.KeyPressMsg{Code: tea.KeyUp}
-	case "left":
-		return tea.KeyPressMsg{Code: tea.KeyLeft}
-	case "right":
-		return tea.KeyPressMsg{Code: tea.KeyRight}
-	case "home":
-		return tea.KeyPressMsg{Code: tea.KeyHome}
-	case "end":
-		return tea.KeyPressMsg{Code: tea.KeyEnd}
-	case "pgup":
-		return tea.KeyPressMsg{Code: tea.KeyPgUp}
-	case "delete":
-		return tea.KeyPressMsg{Code: tea.KeyDelete}
-	}
-	return keyMsg(k)
-}
-
 // fuzzReader reads a program's arguments; past the end every read is zero.
 type fuzzReader struct{ b []byte }
 
@@ -340,7 +319,7 @@ func (h *fuzzHarness) step() {
 	switch op {
 	case opKey:
 		k := fuzzKeys[z.n(len(fuzzKeys))]
-		h.deliver(fuzzKey(k), "key "+k)
+		h.deliver(keyMsg(k), "key "+k)
 		return
 	case opRune:
 		r := []rune(hostile[z.n(len(hostile))] + "q")[0]
