@@ -157,20 +157,26 @@ var fuzzAggregates = [][2]string{{"Order", "ord-1"}, {"Order", "ord-2"}, {"Acc\x
 
 var fuzzStates = []wire.State{wire.Ready, wire.Scheduled, wire.Leased, wire.Failed, wire.Published, inspect.Archived, wire.Pending}
 
+// offset is a duration either side of zero: two reads, the first less the second.
+func (z *fuzzReader) offset() time.Duration {
+	later := z.dur()
+	return later - z.dur()
+}
+
 func (z *fuzzReader) event() inspect.Event {
 	at := offlineNow.Add(-z.dur())
 	agg := fuzzAggregates[z.n(len(fuzzAggregates))]
 	e := inspect.Event{
 		EventID: fuzzIDs[z.n(len(fuzzIDs))], Seq: z.num(), State: fuzzStates[z.n(len(fuzzStates))],
 		AggregateType: agg[0], AggregateID: agg[1], EventType: z.text(), Topic: z.text(),
-		CreatedAt: at, AvailableAt: offlineNow.Add(z.dur() - z.dur()), Attempts: int32(z.num() % 1_000_000),
+		CreatedAt: at, AvailableAt: offlineNow.Add(z.offset()), Attempts: int32(z.num() % 1_000_000),
 	}
 	if z.bit() {
 		e.EventID = z.text()
 	}
 	switch e.State {
 	case wire.Leased:
-		until := offlineNow.Add(z.dur() - z.dur())
+		until := offlineNow.Add(z.offset())
 		e.LeaseUntil, e.LeaseToken, e.LeaseHolder, e.LeaseExpired = &until, z.text(), z.text(), z.bit()
 	case wire.Failed:
 		e.FailedAt, e.LastError = &at, z.text()
