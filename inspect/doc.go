@@ -64,6 +64,11 @@
 // The blocked list is ranked by the ready rows found waiting, and its figures
 // (BlockedAggregate.Waiting, FailedBehind, Behind) are counted exactly.
 //
+// Backlog runs the same counting steps, and only them, in a transaction of its
+// own: the same table gives the same counts and bounds as a Snapshot, and it
+// reads outbox_event alone (the relay's role may; the relay's /metrics export
+// it). It does not list the blocked aggregates.
+//
 // The published and archived totals, the published windows (1 m, 5 m, 1 h) and
 // inbox totals are exact while small and become estimates past a cap, marked "~":
 // totals from the planner's row estimate, never below the rows counted before the
@@ -146,6 +151,8 @@
 // runs it:
 //
 //	snapshot.go     Snapshot: counts, ages, rates, failed groups, blocked aggregates, inbox, health
+//	snapcounts.go   the Snapshot's counting steps: unpublished, failed, blocked
+//	backlog.go      Backlog: those steps alone (outbox_event only), for /metrics
 //	list.go         List and CountMatching (keyset pages, capped counts)
 //	filter.go       Filter's WHERE clause, with its arguments
 //	event.go        the select list of an event and its state (wire's conditions in a CASE)

@@ -75,6 +75,7 @@ type unpublished struct {
 	covered   bool     // the scan read every unpublished, not failed row
 	probedAll bool     // every aggregate of the scanned rows was probed
 	probes    []probed // most ready rows first
+	countOnly bool     // snapBlocked counts the blocked aggregates, lists none (Backlog)
 }
 
 // snapUnpublished counts the unpublished rows by state. The scan (passSQL)
@@ -480,6 +481,9 @@ func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot, u *
 		s.Blocked.Bound = LowerBound
 	}
 	s.Blocked.Estimate = s.Blocked.Bound != Exact
+	if u.countOnly {
+		return nil
+	}
 	// The candidates: most ready rows found waiting first, then the oldest
 	// blockers. Their exact figures are read below and decide the order.
 	cands := make([]aggKey, 0, len(found))

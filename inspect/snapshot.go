@@ -252,10 +252,16 @@ const (
 
 // Snapshot reads the Overview. Its cost does not grow with published history.
 func (i *Inspector) Snapshot(ctx context.Context) (Snapshot, error) {
+	return i.snapshot(ctx, "snapshot", true)
+}
+
+// snapshot reads a Snapshot: every step when full, else only the counts read
+// from outbox_event (Backlog). what prefixes its errors.
+func (i *Inspector) snapshot(ctx context.Context, what string, full bool) (Snapshot, error) {
 	start := time.Now()
 	tx, err := i.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("snapshot: %w", err)
+		return Snapshot{}, fmt.Errorf("%s: %w", what, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	// Every query here is built for the partial indexes on unpublished rows. With
@@ -264,23 +270,28 @@ func (i *Inspector) Snapshot(ctx context.Context) (Snapshot, error) {
 	// compiles for longer than these queries run: 200 ms instead of 60 ms for the
 	// unpublished pass at 1M published + 100k pending (fillfactor 50).
 	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off; SET LOCAL jit = off"); err != nil {
-		return Snapshot{}, fmt.Errorf("snapshot: %w", err)
+		return Snapshot{}, fmt.Errorf("%s: %w", what, err)
 	}
 	s := Snapshot{Schema: i.schema}
-	var u unpublished
-	for _, step := range []struct {
+	u := unpublished{countOnly: !full}
+	type step struct {
 		what string
 		fn   func(context.Context, pgx.Tx, *Snapshot) error
-	}{
+	}
+	steps := []step{
 		{"unpublished counts", func(ctx context.Context, tx pgx.Tx, s *Snapshot) error { return i.snapUnpublished(ctx, tx, s, &u) }},
 		{"published counts", i.snapPublished},
 		{"blocked aggregates", func(ctx context.Context, tx pgx.Tx, s *Snapshot) error { return i.snapBlocked(ctx, tx, s, &u) }},
 		{"inbox", i.snapInbox},
 		{"table health", i.snapHealth},
 		{"relays", i.snapRelays},
-	} {
+	}
+	if !full {
+		steps = []step{steps[0], steps[2]}
+	}
+	for _, step := range steps {
 		if err := step.fn(ctx, tx, &s); err != nil {
-			return Snapshot{}, fmt.Errorf("snapshot: %s: %w", step.what, err)
+			return Snapshot{}, fmt.Errorf("%s: %s: %w", what, step.what, err)
 		}
 	}
 	s.Took = Age(time.Since(start))
