@@ -148,7 +148,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		relay.NewBacklogCollector(a.Pool, cfg.Schema), relay.NewHealthCollector(a.Pool, cfg.Schema),
+		newBacklogCollector(a.ReadOnlyInspector), relay.NewHealthCollector(a.Pool, cfg.Schema),
 		newRelaysCollector(a.ReadOnlyInspector))
 	if cfg.Relay != nil {
 		kcfg := cfg.Kafka

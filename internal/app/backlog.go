@@ -1,0 +1,139 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/wire"
+)
+
+// backlogCollector exports the outbox's backlog as the console's Overview,
+// `outboxtop status` and the fleet rows count it: inspect.Inspector.Backlog,
+// the Snapshot's own counting steps, so the four agree on one table. Every
+// count is exact or a bound that holds (inspect.Bound), never the planner's
+// statistics:
+//
+//	outboxtop_backlog_events{state}       ready, scheduled, leased, failed,
+//	                                      waiting, publishable
+//	outboxtop_backlog_lower_bound{state}  1 where that count is a lower bound
+//	outboxtop_backlog_upper_bound{state}  1 where it is an upper bound
+//	                                      (publishable beside an exact ready)
+//	outboxtop_blocked_aggregates          as the Overview's blocked count
+//	outboxtop_blocked_aggregates_lower_bound
+//	outboxtop_oldest_pending_age_seconds  inspect.Snapshot.OldestPendingAge
+//	outboxtop_oldest_ready_age_seconds    the lag: OldestPublishableAge
+//	outboxtop_backlog_up                  1 when the last read succeeded
+//	outboxtop_backlog_estimated           1 when any count is not exact
+//
+// Backlog reads only outbox_event, so it works under `outboxtop grants --role
+// relay`. It is read at most every 2 seconds however often /metrics is
+// scraped, and at least 20 times as long apart as the last read took, so a
+// slow table costs at most about a twentieth of a database backend. A role
+// denied the read (42501) is asked again only every 10 minutes, so the
+// server's log does not fill with its permission errors.
+type backlogCollector struct {
+	in *inspect.Inspector
+
+	mu     sync.Mutex
+	readAt time.Time
+	wait   time.Duration
+	last   inspect.Backlog
+	err    error
+
+	events, lower, upper, blocked, blockedLower *prometheus.Desc
+	oldestPend, oldestRdy, up, estimated        *prometheus.Desc
+}
+
+const (
+	backlogEvery  = 2 * time.Second
+	backlogDenied = 10 * time.Minute
+	backlogTake   = 5 * time.Second
+)
+
+func newBacklogCollector(in *inspect.Inspector) *backlogCollector {
+	return &backlogCollector{
+		in:     in,
+		events: prometheus.NewDesc("outboxtop_backlog_events", "Unpublished events by state (ready, scheduled, leased, failed; waiting and publishable split ready), as the console counts them: exact, or a bound (outboxtop_backlog_lower_bound, outboxtop_backlog_upper_bound).", []string{"state"}, nil),
+		lower:  prometheus.NewDesc("outboxtop_backlog_lower_bound", "1 when outboxtop_backlog_events of the state is a lower bound (counting stopped at a cap): the true count is at least the value.", []string{"state"}, nil),
+		upper:  prometheus.NewDesc("outboxtop_backlog_upper_bound", "1 when outboxtop_backlog_events of the state is an upper bound: the true count is at most the value.", []string{"state"}, nil),
+		blocked: prometheus.NewDesc("outboxtop_blocked_aggregates",
+			"Aggregates whose oldest unpublished event is failed or scheduled, so their later events wait: exact, or the blocked aggregates found (outboxtop_blocked_aggregates_lower_bound).", nil, nil),
+		blockedLower: prometheus.NewDesc("outboxtop_blocked_aggregates_lower_bound", "1 when outboxtop_blocked_aggregates is a lower bound: the blocked aggregates found.", nil, nil),
+		oldestPend:   prometheus.NewDesc("outboxtop_oldest_pending_age_seconds", "Age of the oldest pending (ready or scheduled) event, from its created_at.", nil, nil),
+		oldestRdy:    prometheus.NewDesc("outboxtop_oldest_ready_age_seconds", "How long the oldest publishable event has been claimable (now - max(created_at, available_at)): the relay's lag. Ready events waiting behind a failed or scheduled head of their aggregate (wire.WaitingSQL) are left out.", nil, nil),
+		up:           prometheus.NewDesc("outboxtop_backlog_up", "1 when the last backlog read succeeded.", nil, nil),
+		estimated: prometheus.NewDesc("outboxtop_backlog_estimated",
+			"1 when any of outboxtop_backlog_events or outboxtop_blocked_aggregates is not exact but a bound (see outboxtop_backlog_lower_bound).", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.events, c.lower, c.upper, c.blocked, c.blockedLower, c.oldestPend, c.oldestRdy, c.up, c.estimated} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
+	b, err := c.read()
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	flag := func(ok bool) float64 {
+		if ok {
+			return 1
+		}
+		return 0
+	}
+	gauge(c.up, 1)
+	gauge(c.estimated, flag(!b.Exact()))
+	n, bd := b.Counts, b.Counts.Bounds
+	for _, s := range []struct {
+		state string
+		n     int64
+		b     inspect.Bound
+	}{
+		{string(wire.Ready), n.Ready, bd.Ready}, {string(wire.Scheduled), n.Scheduled, bd.Scheduled},
+		{string(wire.Leased), n.Leased, bd.Leased}, {string(wire.Failed), n.Failed, bd.Failed},
+		{"waiting", n.Waiting, bd.Waiting}, {"publishable", n.Publishable, bd.Publishable},
+	} {
+		gauge(c.events, float64(s.n), s.state)
+		gauge(c.lower, flag(s.b == inspect.LowerBound), s.state)
+		gauge(c.upper, flag(s.b == inspect.UpperBound), s.state)
+	}
+	gauge(c.blocked, float64(b.Blocked.Count))
+	gauge(c.blockedLower, flag(b.Blocked.Bound == inspect.LowerBound))
+	gauge(c.oldestPend, b.OldestPendingAge.Duration().Seconds())
+	gauge(c.oldestRdy, b.OldestPublishableAge.Duration().Seconds())
+}
+
+// read returns the last Backlog read, reading again when it is old enough.
+func (c *backlogCollector) read() (inspect.Backlog, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.readAt.IsZero() && time.Since(c.readAt) < c.wait {
+		return c.last, c.err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), backlogTake)
+	defer cancel()
+	start := time.Now()
+	c.last, c.err = c.in.Backlog(ctx)
+	c.readAt = time.Now()
+	c.wait = max(backlogEvery, 20*c.readAt.Sub(start))
+	var pgErr *pgconn.PgError
+	if errors.As(c.err, &pgErr) && pgErr.Code == "42501" {
+		c.wait = backlogDenied
+	}
+	return c.last, c.err
+}
