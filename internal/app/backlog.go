@@ -28,6 +28,8 @@ import (
 //	outboxtop_blocked_aggregates_lower_bound
 //	outboxtop_oldest_pending_age_seconds  inspect.Snapshot.OldestPendingAge
 //	outboxtop_oldest_ready_age_seconds    the lag: OldestPublishableAge
+//	outboxtop_oldest_publishable_age_seconds  the same lag under the name the
+//	                                      alert rules and the dashboard read
 //	outboxtop_backlog_up                  1 when the last read succeeded
 //	outboxtop_backlog_estimated           1 when any count is not exact
 //
@@ -46,8 +48,8 @@ type backlogCollector struct {
 	last   inspect.Backlog
 	err    error
 
-	events, lower, upper, blocked, blockedLower *prometheus.Desc
-	oldestPend, oldestRdy, up, estimated        *prometheus.Desc
+	events, lower, upper, blocked, blockedLower     *prometheus.Desc
+	oldestPend, oldestRdy, oldestPub, up, estimated *prometheus.Desc
 }
 
 const (
@@ -67,6 +69,7 @@ func newBacklogCollector(in *inspect.Inspector) *backlogCollector {
 		blockedLower: prometheus.NewDesc("outboxtop_blocked_aggregates_lower_bound", "1 when outboxtop_blocked_aggregates is a lower bound: the blocked aggregates found.", nil, nil),
 		oldestPend:   prometheus.NewDesc("outboxtop_oldest_pending_age_seconds", "Age of the oldest pending (ready or scheduled) event, from its created_at.", nil, nil),
 		oldestRdy:    prometheus.NewDesc("outboxtop_oldest_ready_age_seconds", "How long the oldest publishable event has been claimable (now - max(created_at, available_at)): the relay's lag. Ready events waiting behind a failed or scheduled head of their aggregate (wire.WaitingSQL) are left out.", nil, nil),
+		oldestPub:    prometheus.NewDesc("outboxtop_oldest_publishable_age_seconds", "The relay's lag, as outboxtop_oldest_ready_age_seconds: how long the oldest publishable event (not waiting behind a failed or scheduled head of its aggregate) has been claimable.", nil, nil),
 		up:           prometheus.NewDesc("outboxtop_backlog_up", "1 when the last backlog read succeeded.", nil, nil),
 		estimated: prometheus.NewDesc("outboxtop_backlog_estimated",
 			"1 when any of outboxtop_backlog_events or outboxtop_blocked_aggregates is not exact but a bound (see outboxtop_backlog_lower_bound).", nil, nil),
@@ -75,7 +78,7 @@ func newBacklogCollector(in *inspect.Inspector) *backlogCollector {
 
 // Describe implements prometheus.Collector.
 func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.events, c.lower, c.upper, c.blocked, c.blockedLower, c.oldestPend, c.oldestRdy, c.up, c.estimated} {
+	for _, d := range []*prometheus.Desc{c.events, c.lower, c.upper, c.blocked, c.blockedLower, c.oldestPend, c.oldestRdy, c.oldestPub, c.up, c.estimated} {
 		ch <- d
 	}
 }
@@ -116,6 +119,7 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.blockedLower, flag(b.Blocked.Bound == inspect.LowerBound))
 	gauge(c.oldestPend, b.OldestPendingAge.Duration().Seconds())
 	gauge(c.oldestRdy, b.OldestPublishableAge.Duration().Seconds())
+	gauge(c.oldestPub, b.OldestPublishableAge.Duration().Seconds())
 }
 
 // read returns the last Backlog read, reading again when it is old enough.

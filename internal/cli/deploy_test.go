@@ -28,8 +28,6 @@ var notExportedYet = map[string]string{
 	// age only while it is behind); lagmetrics_test.go scrapes them with a group.
 	"outboxtop_consumer_lag_records":                   "once a consumer group reads an outbox topic",
 	"outboxtop_consumer_oldest_unconsumed_age_seconds": "while a consumer group is behind on an outbox topic",
-	// TODO(merge): issue 14 adds this gauge in relay/backlog.go; drop the entry then.
-	"outboxtop_oldest_publishable_age_seconds": "the publishable-only lag gauge (issue 14)",
 }
 
 // TestDeployKitNamesOnlyExportedMetrics runs a headless relay against kfake and
