@@ -106,7 +106,7 @@ func (e *env) ceiling(ctx context.Context, b backlog, ordering string, batch int
 	return best, nil
 }
 
-// seed is the seed's relay, from DESIGN.md: claim one with the seed's CTE,
+// seed is the seed's relay (the hand-written outbox relay outboxtop replaces): claim one with the seed's CTE,
 // produce it, mark it; for d.
 func (e *env) seed(ctx context.Context, b backlog, d time.Duration) (drainRun, error) {
 	dsn, drop, err := e.clone(ctx, b)
@@ -159,7 +159,7 @@ func (e *env) seed(ctx context.Context, b backlog, d time.Duration) (drainRun, e
 	return r, nil
 }
 
-// seedClaim is the seed's claim from DESIGN.md with the given batch size.
+// seedClaim is the seed's claim (FOR UPDATE SKIP LOCKED, a lease, attempts + 1) with the given batch size.
 func seedClaim(batch int) string {
 	return `
 WITH picked AS (

@@ -377,7 +377,7 @@ func quantileMs(d []time.Duration, q float64) float64 {
 }
 
 // seedReference is the physical reference a user compares with: the seed's own
-// claim (DESIGN.md, batch 1,000) and a mark by event_id and lease token, no
+// claim (batch 1,000) and a mark by event_id and lease token, no
 // broker, on the clean table; best of 1–4 loops.
 func (e *env) seedReference(ctx context.Context) (incidentRun, error) {
 	claim := seedClaim(defaultBatch)

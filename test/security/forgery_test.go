@@ -19,7 +19,7 @@ import (
 // roles are every role `outboxtop grants` prints.
 var roles = []string{"relay", "console", "operator", "producer", "consumer"}
 
-// forgeries are the attacks found against the earlier grants (issue 15), plus the
+// forgeries are the attacks found against the earlier grants, plus the
 // doors around the action functions. {pending} is a pending event's id, {archived} an
 // archived one's. Every role must be refused each by the database itself.
 var forgeries = []struct{ what, sql string }{
