@@ -3,25 +3,26 @@ package relay
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/outboxtop/outboxtop/internal/throttle"
 )
 
 // HealthCollector exports what an alert needs beyond the backlog (whose gauges,
 // and the blocked aggregates', the app exports from inspect's counts): the
 // outbox table's dead and live tuples (vacuum held back or behind). It reads
 // the database at most every 15 seconds however often it is scraped, and less
-// often when that read takes long (throttled).
+// often when that read takes long (throttle.Read).
 type HealthCollector struct {
 	pool        *pgxpool.Pool
 	tuplesQuery string
 	schema      string
 
-	cache throttled[health]
+	cache throttle.Read[health]
 
 	dead *prometheus.Desc
 	live *prometheus.Desc
@@ -36,7 +37,7 @@ func NewHealthCollector(pool *pgxpool.Pool, schema string) *HealthCollector {
 	return &HealthCollector{
 		pool:   pool,
 		schema: schema,
-		cache:  throttled[health]{min: 15 * time.Second, timeout: 5 * time.Second},
+		cache:  throttle.Read[health]{Min: 15 * time.Second, Timeout: 5 * time.Second},
 		tuplesQuery: `SELECT coalesce(n_dead_tup, 0), coalesce(n_live_tup, 0) FROM pg_stat_user_tables
 			WHERE schemaname = $1 AND relname = 'outbox_event'`,
 		dead: prometheus.NewDesc("outboxtop_table_dead_tuples", "Dead tuples in outbox_event (pg_stat_user_tables.n_dead_tup).", nil, nil),
@@ -62,40 +63,11 @@ func (c *HealthCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *HealthCollector) read() (health, error) {
-	return c.cache.get(func(ctx context.Context) (h health, err error) {
+	return c.cache.Get(func(ctx context.Context) (h health, err error) {
 		err = c.pool.QueryRow(ctx, c.tuplesQuery, c.schema).Scan(&h.dead, &h.live)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = nil
 		}
 		return h, err
 	})
-}
-
-// throttled caches what a collector read from the database and reads again at
-// least min apart, and at least 20 times as long apart as the last read took,
-// so that a slow read costs at most about a twentieth of one database core
-// however often /metrics is scraped. The exported values are then older: as
-// old as the interval. A read gets timeout.
-type throttled[T any] struct {
-	min, timeout time.Duration
-
-	mu      sync.Mutex
-	readAt  time.Time
-	took    time.Duration
-	last    T
-	lastErr error
-}
-
-func (t *throttled[T]) get(read func(context.Context) (T, error)) (T, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if time.Since(t.readAt) < max(t.min, 20*t.took) {
-		return t.last, t.lastErr
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
-	defer cancel()
-	start := time.Now()
-	t.last, t.lastErr = read(ctx)
-	t.readAt, t.took = time.Now(), time.Since(start)
-	return t.last, t.lastErr
 }

@@ -1,15 +1,12 @@
 package app
 
 import (
-	"context"
-	"errors"
-	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/throttle"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -42,11 +39,7 @@ import (
 type backlogCollector struct {
 	in *inspect.Inspector
 
-	mu     sync.Mutex
-	readAt time.Time
-	wait   time.Duration
-	last   inspect.Backlog
-	err    error
+	cache throttle.Read[inspect.Backlog]
 
 	events, lower, upper, blocked, blockedLower     *prometheus.Desc
 	oldestPend, oldestRdy, oldestPub, up, estimated *prometheus.Desc
@@ -61,6 +54,7 @@ const (
 func newBacklogCollector(in *inspect.Inspector) *backlogCollector {
 	return &backlogCollector{
 		in:     in,
+		cache:  throttle.Read[inspect.Backlog]{Min: backlogEvery, Timeout: backlogTake, Denied: backlogDenied},
 		events: prometheus.NewDesc("outboxtop_backlog_events", "Unpublished events by state (ready, scheduled, leased, failed; waiting and publishable split ready), as the console counts them: exact, or a bound (outboxtop_backlog_lower_bound, outboxtop_backlog_upper_bound).", []string{"state"}, nil),
 		lower:  prometheus.NewDesc("outboxtop_backlog_lower_bound", "1 when outboxtop_backlog_events of the state is a lower bound (counting stopped at a cap): the true count is at least the value.", []string{"state"}, nil),
 		upper:  prometheus.NewDesc("outboxtop_backlog_upper_bound", "1 when outboxtop_backlog_events of the state is an upper bound: the true count is at most the value.", []string{"state"}, nil),
@@ -123,21 +117,4 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // read returns the last Backlog read, reading again when it is old enough.
-func (c *backlogCollector) read() (inspect.Backlog, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.readAt.IsZero() && time.Since(c.readAt) < c.wait {
-		return c.last, c.err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), backlogTake)
-	defer cancel()
-	start := time.Now()
-	c.last, c.err = c.in.Backlog(ctx)
-	c.readAt = time.Now()
-	c.wait = max(backlogEvery, 20*c.readAt.Sub(start))
-	var pgErr *pgconn.PgError
-	if errors.As(c.err, &pgErr) && pgErr.Code == "42501" {
-		c.wait = backlogDenied
-	}
-	return c.last, c.err
-}
+func (c *backlogCollector) read() (inspect.Backlog, error) { return c.cache.Get(c.in.Backlog) }

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -235,16 +234,15 @@ func TestBacklogIsThrottled(t *testing.T) {
 	if got := gatherBacklog(t, c); got["outboxtop_backlog_events{ready}"] != 1 {
 		t.Fatalf("ready %v, want 1", got["outboxtop_backlog_events{ready}"])
 	}
-	if c.wait < backlogEvery || c.wait < 20*c.last.Took.Duration() {
-		t.Errorf("next read after %v, want at least %v and 20 times %v", c.wait, backlogEvery, c.last.Took)
+	last, _ := c.read()
+	if w := c.cache.Wait(); w < backlogEvery || w < 20*last.Took.Duration() {
+		t.Errorf("next read after %v, want at least %v and 20 times %v", w, backlogEvery, last.Took)
 	}
 	insert()
 	if got := gatherBacklog(t, c); got["outboxtop_backlog_events{ready}"] != 1 {
 		t.Errorf("ready %v within the interval, want the last read's 1", got["outboxtop_backlog_events{ready}"])
 	}
-	c.mu.Lock()
-	c.readAt = time.Now().Add(-c.wait)
-	c.mu.Unlock()
+	c.cache.Expire()
 	if got := gatherBacklog(t, c); got["outboxtop_backlog_events{ready}"] != 2 {
 		t.Errorf("ready %v after the interval, want 2", got["outboxtop_backlog_events{ready}"])
 	}

@@ -2,15 +2,14 @@ package app
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"math"
-	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/throttle"
 )
 
 // relaysCollector exports the relays the outbox knows of, as the console's
@@ -44,11 +43,7 @@ import (
 type relaysCollector struct {
 	in *inspect.Inspector
 
-	mu     sync.Mutex
-	readAt time.Time
-	wait   time.Duration
-	last   relaysSeen
-	ok     bool
+	cache throttle.Read[relaysSeen]
 
 	live, gone, seen, noRelay *prometheus.Desc
 }
@@ -66,7 +61,8 @@ const (
 
 func newRelaysCollector(in *inspect.Inspector) *relaysCollector {
 	return &relaysCollector{
-		in: in,
+		in:    in,
+		cache: throttle.Read[relaysSeen]{Min: relaysEvery, Timeout: relaysTake, Denied: relaysDenied},
 		live: prometheus.NewDesc("outboxtop_relays_live",
 			"Relays live as the outbox sees them: a heartbeat within 3 intervals and not stopped, or a live lease.", nil, nil),
 		gone: prometheus.NewDesc("outboxtop_relays_gone",
@@ -99,27 +95,17 @@ func (c *relaysCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *relaysCollector) read() (relaysSeen, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.readAt.IsZero() && time.Since(c.readAt) < c.wait {
-		return c.last, c.ok
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), relaysTake)
-	defer cancel()
-	start := time.Now()
-	s, err := c.in.Snapshot(ctx)
-	c.readAt = time.Now()
-	c.wait = max(relaysEvery, 20*c.readAt.Sub(start))
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "42501", err == nil && s.RelaysError != "":
-		c.wait, c.ok = relaysDenied, false
-	case err != nil:
-		c.ok = false
-	default:
-		c.last, c.ok = relaysOf(s), true
-	}
-	return c.last, c.ok
+	r, err := c.cache.Get(func(ctx context.Context) (relaysSeen, error) {
+		s, err := c.in.Snapshot(ctx)
+		switch {
+		case err != nil:
+			return relaysSeen{}, err
+		case s.RelaysError != "":
+			return relaysSeen{}, fmt.Errorf("%w: %s", throttle.ErrDenied, s.RelaysError)
+		}
+		return relaysOf(s), nil
+	})
+	return r, err == nil
 }
 
 // relaysOf is what the gauges say of s.
