@@ -130,6 +130,9 @@ func TestSeparatorsAndTagCharactersReachTheClientVisible(t *testing.T) {
 	}
 	b := setupOn(t, pool, nil)
 	c := b.console(b.viewer, 160, 30)
+	// A key that arrives before the console knows its size is dropped (nothing
+	// is drawn yet, so no key may act): press it once the first screen is up.
+	c.waitFor("1 Overview")
 	c.send("4")
 	c.waitFor("2 listed")
 	c.waitFor("sep<U+2028>par<U+2029>tag<U+E0041>end")

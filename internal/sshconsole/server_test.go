@@ -57,6 +57,9 @@ func TestOperatorRetriesAndTheAuditNamesTheKey(t *testing.T) {
 	b := setup(t, nil)
 	audited := b.auditSignal()
 	c := b.console(b.operator, 100, 30)
+	// A key that arrives before the console knows its size is dropped (nothing
+	// is drawn yet, so no key may act): press it once the first screen is up.
+	c.waitFor("1 Overview")
 	c.send("4") // the Failed view
 	// The Failed list itself, loaded: the id alone is also on the Overview
 	// (as a blocker), where r finds no event under the cursor.
@@ -91,6 +94,9 @@ func TestReadOnlyKeyIsRefusedActions(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	c := b.console(b.viewer, 80, 24)
+	// A key that arrives before the console knows its size is dropped (nothing
+	// is drawn yet, so no key may act): press it once the first screen is up.
+	c.waitFor("1 Overview")
 	c.send("4")
 	// The Failed list itself, loaded: the id alone is also on the Overview
 	// (as a blocker), where r finds no event under the cursor.
@@ -208,6 +214,9 @@ func TestEventTextIsSanitizedAndTheTitleIsFixed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	c := b.console(b.viewer, 120, 30)
+	// A key that arrives before the console knows its size is dropped (nothing
+	// is drawn yet, so no key may act): press it once the first screen is up.
+	c.waitFor("1 Overview")
 	c.send("4")
 	// The Failed list itself, loaded: the id alone is also on the Overview
 	// (as a blocker), where r finds no event under the cursor.
