@@ -6,6 +6,7 @@
 //	go run ./test/bench                 # quick profile, a few minutes
 //	go run ./test/bench --profile full  # the whole matrix, about an hour
 //	go run ./test/bench --profile incident --pg-set wal_compression=lz4
+//	go run ./test/bench --profile horizon  # a held xmin horizon, about 80 minutes
 //
 // --pg-set (repeatable) changes a server setting of the throwaway cluster, to
 // measure what a setting is worth; the results name every setting changed.
@@ -54,6 +55,9 @@ var profiles = map[string]profile{
 		batchSweep: []int{1000}, latencyFor: 15 * time.Second, rates: []int{1000}, snapshot: []int{1_000_000}, memory: 1_000_000},
 	// incident: only the incident part (--only incident with any profile).
 	"incident": {name: "incident"},
+	// horizon: only the horizon part, about 80 minutes with the defaults
+	// (--horizon-for, --clean-for, --writer-for, --window; horizon.go).
+	"horizon": {name: "horizon"},
 	"full": {name: "full", sizes: []int{200_000, 1_000_000}, payloads: []int{256, 4096}, procs: []int{1, 4},
 		batchSweep: []int{100, 250, 500, 1000, 2000, 5000}, latencyFor: 30 * time.Second, rates: []int{100, 1000, 10_000},
 		snapshot: []int{1_000_000, 10_000_000}, memory: 1_000_000},
@@ -69,7 +73,7 @@ type env struct {
 }
 
 func main() {
-	prof := flag.String("profile", "quick", "quick or full")
+	prof := flag.String("profile", "quick", "quick, million, full, incident or horizon")
 	out := flag.String("out", "bench-out", "directory for results.json and results.md")
 	plots := flag.String("plots", "docs/bench", "directory for the SVG plots")
 	only := flag.String("only", "", "run only these parts, comma-separated: throughput, batch, latency, memory, snapshot")
@@ -85,7 +89,7 @@ func main() {
 	flag.Parse()
 	p, ok := profiles[*prof]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (quick or full)\n", *prof)
+		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (quick, million, full, incident or horizon)\n", *prof)
 		os.Exit(2)
 	}
 	if err := run(p, *out, *plots, *only, settings); err != nil {
@@ -129,13 +133,14 @@ func run(p profile, out, plots, only string, settings map[string]string) error {
 		{"memory", e.memory},
 		{"snapshot", e.snapshot},
 		{"incident", e.incident},
+		{"horizon", e.horizon},
 	}
 	for _, part := range parts {
-		if p.name == "incident" && only == "" {
-			only = "incident"
+		if (p.name == "incident" || p.name == "horizon") && only == "" {
+			only = p.name
 		}
-		if part.name == "incident" && only == "" {
-			continue // its own profile: go run ./test/bench --profile incident
+		if (part.name == "incident" || part.name == "horizon") && only == "" {
+			continue // their own profiles: go run ./test/bench --profile incident
 		}
 		if only != "" && !slices.Contains(strings.Split(only, ","), part.name) {
 			continue

@@ -21,6 +21,7 @@ type results struct {
 	Memory     *drainRun        `json:"memory,omitempty"`
 	Snapshot   []snapshotRun    `json:"snapshot"`
 	Incident   *incidentResults `json:"incident,omitempty"`
+	Horizon    *horizonResults  `json:"horizon,omitempty"`
 }
 
 func (r *results) markdown() string {
@@ -70,6 +71,9 @@ func (r *results) markdown() string {
 	if r.Incident != nil {
 		r.Incident.markdown(&b)
 	}
+	if r.Horizon != nil {
+		r.Horizon.markdown(&b)
+	}
 	return b.String()
 }
 
@@ -101,6 +105,11 @@ func (r *results) plot(dir string) error {
 		}
 		svg := lineChart("Throughput vs batch size (ordered, 256 B payloads)", "batch size (log)", "events/s", true, lines)
 		if err := os.WriteFile(filepath.Join(dir, "throughput-batch.svg"), []byte(svg), 0o644); err != nil {
+			return err
+		}
+	}
+	if r.Horizon != nil {
+		if err := r.Horizon.plot(dir); err != nil {
 			return err
 		}
 	}
