@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/outboxtop/outboxtop/internal/pgtemp"
 	"github.com/outboxtop/outboxtop/internal/sqltemplate"
@@ -53,7 +57,8 @@ type horizonWindow struct {
 	Start      float64 `json:"start_seconds"` // since the load started
 	Seconds    float64 `json:"seconds"`
 	Claims     int     `json:"claims"`
-	ClaimP50   float64 `json:"claim_p50_ms"` // bucket-interpolated
+	ClaimMean  float64 `json:"claim_mean_ms"` // from the histogram's sum and count
+	ClaimP50   float64 `json:"claim_p50_ms"`  // bucket-interpolated
 	ClaimP99   float64 `json:"claim_p99_ms"`
 	MarkP50    float64 `json:"mark_p50_ms"`
 	Offered    int     `json:"offered"`
@@ -61,7 +66,7 @@ type horizonWindow struct {
 	OfferedPS  float64 `json:"offered_per_second"` // committed by the writers
 	PerSecond  float64 `json:"published_per_second"`
 	Backlog    int     `json:"backlog_end"`
-	BacklogMax int     `json:"backlog_max"` // sampled every second
+	BacklogMax int     `json:"backlog_max"` // committed less in Kafka, sampled every second
 	DeadTuples int64   `json:"dead_tuples"` // outbox_event's n_dead_tup at the window's end
 	RelayCPUus float64 `json:"relay_cpu_us_per_event"`
 	DBCPUus    float64 `json:"db_cpu_us_per_event"`
@@ -220,8 +225,26 @@ func (e *env) horizonRun(ctx context.Context, horizon string, ord relay.Ordering
 		return run, err
 	}
 	defer pool.Close()
-	// Every second: the backlog, offered less published. Every window: the
-	// relay's histograms, counters and CPU, the cluster's CPU and dead tuples.
+	// Every second: the backlog, events committed less records in the topic,
+	// read from the broker: a scrape of the relay's /metrics runs its backlog
+	// collector, a database read, and scraping every second would add one every
+	// 2 s, a load that grows with the dead tuples. Every window: the relay's
+	// histograms, counters and CPU, the cluster's CPU and dead tuples.
+	kcl, err := kgo.NewClient(kgo.SeedBrokers(k.ListenAddrs()...))
+	if err != nil {
+		return run, err
+	}
+	defer kcl.Close()
+	adm := kadm.NewClient(kcl)
+	inTopic := func() (int64, error) {
+		offs, err := adm.ListEndOffsets(ctx, "outbox.order")
+		if err == nil {
+			err = offs.Error()
+		}
+		var n int64
+		offs.Each(func(o kadm.ListedOffset) { n += o.Offset })
+		return n, err
+	}
 	var offered, seq atomic.Int64
 	type sample struct {
 		at                  time.Time
@@ -305,23 +328,30 @@ func (e *env) horizonRun(ctx context.Context, horizon string, ord relay.Ordering
 				return run, fmt.Errorf("writer: %w", err)
 			case <-tick.C:
 			}
-			if s := scrape(addr); s != nil {
-				backlogMax = max(backlogMax, int(offered.Load()-int64(s["outboxtop_relay_published_total"])))
+			if n, err := inTopic(); err == nil {
+				backlogMax = max(backlogMax, int(offered.Load()-n))
 			}
 		}
 		cur, err := read()
 		if err != nil {
 			return run, err
 		}
+		n, err := inTopic()
+		if err != nil {
+			return run, fmt.Errorf("reading the topic's end offsets: %w", err)
+		}
 		w := horizonWindow{Start: prev.at.Sub(start).Seconds(), Seconds: cur.at.Sub(prev.at).Seconds(),
 			Offered:   int(cur.offered - prev.offered),
 			Published: int(cur.metrics["outboxtop_relay_published_total"] - prev.metrics["outboxtop_relay_published_total"]),
-			Backlog:   max(0, int(cur.offered-int64(cur.metrics["outboxtop_relay_published_total"])))}
+			Backlog:   max(0, int(offered.Load()-n))}
 		w.BacklogMax = max(backlogMax, w.Backlog)
 		w.PerSecond, w.OfferedPS = float64(w.Published)/w.Seconds, float64(w.Offered)/w.Seconds
 		claims, marks := bucketDelta(prev.metrics, cur.metrics, "outboxtop_relay_claim_seconds"), bucketDelta(prev.metrics, cur.metrics, "outboxtop_relay_mark_seconds")
 		w.Claims = int(cur.metrics["outboxtop_relay_claim_seconds_count"] - prev.metrics["outboxtop_relay_claim_seconds_count"])
 		w.ClaimP50, w.ClaimP99 = histogramQuantileMs(claims, 0.50), histogramQuantileMs(claims, 0.99)
+		if w.Claims > 0 {
+			w.ClaimMean = (cur.metrics["outboxtop_relay_claim_seconds_sum"] - prev.metrics["outboxtop_relay_claim_seconds_sum"]) * 1000 / float64(w.Claims)
+		}
 		w.MarkP50 = histogramQuantileMs(marks, 0.50)
 		if w.Published > 0 {
 			w.RelayCPUus = float64(cur.relayTicks-prev.relayTicks) * 1e6 / clockTicks / float64(w.Published)
@@ -332,14 +362,15 @@ func (e *env) horizonRun(ctx context.Context, horizon string, ord relay.Ordering
 			return run, err
 		}
 		run.Windows = append(run.Windows, w)
-		logf("horizon %s %s %s: claim p50 %.1f ms, p99 %.1f ms (%d claims), mark p50 %.1f ms, %.0f/s offered, %.0f/s published, backlog %d (max %d), %d dead tuples, relay %.0f µs/event, db %.0f µs/event",
-			horizon, ord, w.label(), w.ClaimP50, w.ClaimP99, w.Claims, w.MarkP50, w.OfferedPS, w.PerSecond, w.Backlog, w.BacklogMax, w.DeadTuples, w.RelayCPUus, w.DBCPUus)
+		logf("horizon %s %s %s: claim mean %.1f ms, p50 %.1f ms, p99 %.1f ms (%d claims), mark p50 %.1f ms, %.0f/s offered, %.0f/s published, backlog %d (max %d), %d dead tuples, relay %.0f µs/event, db %.0f µs/event",
+			horizon, ord, w.label(), w.ClaimMean, w.ClaimP50, w.ClaimP99, w.Claims, w.MarkP50, w.OfferedPS, w.PerSecond, w.Backlog, w.BacklogMax, w.DeadTuples, w.RelayCPUus, w.DBCPUus)
 		prev, backlogMax = cur, 0
 	}
 	run.Seconds = time.Since(start).Seconds()
 	// The claim as the relay runs it, under the same load and horizon.
-	if run.Explain, err = claimExplain(ctx, stats, ord); err != nil {
-		return run, fmt.Errorf("explaining the claim: %w", err)
+	run.Explain = claimExplain(ctx, stats, ord)
+	if strings.Contains(run.Explain, "not run: ") || strings.Contains(run.Explain, "failed: ") {
+		logf("horizon %s %s: the claim's EXPLAIN did not complete (results.md says why)", horizon, ord)
 	}
 	if err := stopWriters(); err != nil {
 		return run, fmt.Errorf("writer: %w", err)
@@ -406,79 +437,128 @@ func clusterTicks(postmaster int) (int64, error) {
 // sqlCode is a statement without its comments and string literals.
 var sqlCode = regexp.MustCompile(`(?s)--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'`)
 
+// claimFiles are the relay's claim statements, by ordering.
+var claimFiles = map[relay.Ordering]string{relay.OrderAggregate: "relay/sql/claim_ordered.sql", relay.OrderNone: "relay/sql/claim_unordered.sql"}
+
+// claimStatements are claimFiles' text when the relay was built (main.go reads
+// them just before the build: the files may be edited during a long run), or
+// the error reading them.
+var claimStatements = map[relay.Ordering]string{}
+
+func readClaimStatements() {
+	for ord, file := range claimFiles {
+		if b, err := os.ReadFile(file); err == nil {
+			claimStatements[ord] = string(b)
+		}
+	}
+}
+
 // claimExplain is EXPLAIN (ANALYZE, BUFFERS) of the relay's claim for ord, in a
-// transaction rolled back. The statement is the relay's own file, and its
-// parameters are the ones the file uses: named (@batch, …) or positional ($1,
-// …, named by the file's header comment), given the relay's defaults, a fresh
-// token, holder 'bench' and nothing to pass over. A parameter this does not know
-// is an error naming it: add its value to values.
-func claimExplain(ctx context.Context, conn *pgx.Conn, ord relay.Ordering) (string, error) {
-	file := "relay/sql/claim_ordered.sql"
-	if ord == relay.OrderNone {
-		file = "relay/sql/claim_unordered.sql"
+// transaction rolled back, as text, or why it could not be run. The statement is
+// the relay's own file (claimStatements), and its parameters are the ones the
+// file uses, named (@batch, …) or positional ($1, …, named by the file's header
+// comment), given values below: the relay's default batch and lease, a fresh
+// token, holder 'bench', nothing to pass over, no head hints. A statement that
+// reads from a position (@from_at) is explained twice: from a position a second
+// back with the current snapshot as the previous claim's (a claim in the
+// steady state), and from the start (a deep claim). A parameter this does not
+// know is reported by name: add its value to values.
+func claimExplain(ctx context.Context, conn *pgx.Conn, ord relay.Ordering) string {
+	file, text := claimFiles[ord], claimStatements[ord]
+	if text == "" {
+		return fmt.Sprintf("not run: %s was not readable when the relay was built\n", file)
 	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", err
+	stmt := sqltemplate.Qualify(text, "public")
+	code := sqlCode.ReplaceAllString(stmt, " ")
+	var xmax uint64
+	var xip []uint64
+	if err := conn.QueryRow(ctx, "SELECT pg_snapshot_xmax(pg_current_snapshot()), ARRAY(SELECT pg_snapshot_xip(pg_current_snapshot()))").Scan(&xmax, &xip); err != nil {
+		return fmt.Sprintf("not run: reading the snapshot: %v\n", err)
 	}
-	stmt := sqltemplate.Qualify(string(b), "public")
 	d := relay.DefaultConfig
-	values := map[string]any{"batch": d.BatchSize, "token": uuid.New(), "lease_ms": d.Lease.Milliseconds(),
-		"holder": "bench", "skip_types": []string{}, "skip_ids": []string{}}
+	values := func(deep bool) map[string]any {
+		v := map[string]any{"batch": d.BatchSize, "token": uuid.New(), "lease_ms": d.Lease.Milliseconds(), "holder": "bench",
+			"skip_types": []string{}, "skip_ids": []string{}, "hint_types": []string{}, "hint_ids": []string{}, "hint_seqs": []int64{},
+			"from_at": pgtype.Timestamptz{Time: time.Now().Add(-time.Second), Valid: true}, "from_seq": int64(math.MinInt64),
+			"xmax": &xmax, "xip": xip}
+		if deep {
+			v["from_at"] = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+			v["xmax"], v["xip"] = (*uint64)(nil), []uint64{}
+		}
+		return v
+	}
 	// A positional parameter's description in the header → its value's name.
 	described := []struct{ word, name string }{{"batch", "batch"}, {"token", "token"}, {"millisecond", "lease_ms"},
-		{"holder", "holder"}, {"name", "holder"}, {"skip", "skip_ids"}}
-	code := sqlCode.ReplaceAllString(stmt, " ")
-	var args []any
-	named := pgx.StrictNamedArgs{}
-	for _, m := range regexp.MustCompile(`@([A-Za-z_]\w*)`).FindAllStringSubmatch(code, -1) {
-		v, ok := values[m[1]]
-		if !ok {
-			return "", fmt.Errorf("%s: no value for @%s (add one to claimExplain)", file, m[1])
-		}
-		named[m[1]] = v
-	}
-	if len(named) > 0 {
-		args = []any{named}
-	} else {
-		n := 0
-		for _, m := range regexp.MustCompile(`\$(\d+)`).FindAllStringSubmatch(code, -1) {
-			i, _ := strconv.Atoi(m[1])
-			n = max(n, i)
-		}
-		for i := 1; i <= n; i++ {
-			m := regexp.MustCompile(`\$` + strconv.Itoa(i) + `\b\s*([^,.;$]*)`).FindStringSubmatch(string(b))
-			name := ""
-			for _, w := range described {
-				if m != nil && strings.Contains(strings.ToLower(m[1]), w.word) {
-					name = w.name
-					break
-				}
-			}
-			if name == "" {
-				return "", fmt.Errorf("%s: no value for $%d (add one to claimExplain)", file, i)
-			}
-			args = append(args, values[name])
-		}
-	}
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+stmt, args...)
-	if err != nil {
-		return "", err
+		{"holder", "holder"}, {"name", "holder"}}
+	variants := []string{"steady"}
+	if strings.Contains(code, "@from_at") {
+		variants = append(variants, "deep")
 	}
 	var out strings.Builder
+	for _, variant := range variants {
+		vals := values(variant == "deep")
+		var args []any
+		named := pgx.StrictNamedArgs{}
+		for _, m := range regexp.MustCompile(`@([A-Za-z_]\w*)`).FindAllStringSubmatch(code, -1) {
+			v, ok := vals[m[1]]
+			if !ok {
+				return out.String() + fmt.Sprintf("not run: %s has a parameter @%s the bench does not know (add its value to claimExplain)\n", file, m[1])
+			}
+			named[m[1]] = v
+		}
+		if len(named) > 0 {
+			args = []any{named}
+		} else {
+			n := 0
+			for _, m := range regexp.MustCompile(`\$(\d+)`).FindAllStringSubmatch(code, -1) {
+				i, _ := strconv.Atoi(m[1])
+				n = max(n, i)
+			}
+			for i := 1; i <= n; i++ {
+				m := regexp.MustCompile(`\$` + strconv.Itoa(i) + `\b\s*([^,.;$]*)`).FindStringSubmatch(text)
+				name := ""
+				for _, w := range described {
+					if m != nil && strings.Contains(strings.ToLower(m[1]), w.word) {
+						name = w.name
+						break
+					}
+				}
+				if name == "" {
+					return out.String() + fmt.Sprintf("not run: %s has a parameter $%d the bench does not know (add its value to claimExplain)\n", file, i)
+				}
+				args = append(args, vals[name])
+			}
+		}
+		if len(variants) > 1 {
+			fmt.Fprintf(&out, "-- %s claim\n", map[string]string{"steady": "steady-state (from a second back, the current snapshot as the previous claim's)", "deep": "deep (from the start of the index)"}[variant])
+		}
+		if err := explainInto(ctx, conn, &out, "EXPLAIN (ANALYZE, BUFFERS) "+stmt, args); err != nil {
+			out.WriteString("failed: " + err.Error() + "\n")
+		}
+	}
+	return out.String()
+}
+
+// explainInto runs an EXPLAIN in a transaction it rolls back, writing its lines.
+func explainInto(ctx context.Context, conn *pgx.Conn, out *strings.Builder, explain string, args []any) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	rows, err := tx.Query(ctx, explain, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
 	for rows.Next() {
 		var line string
 		if err := rows.Scan(&line); err != nil {
-			return "", err
+			return err
 		}
 		out.WriteString(line + "\n")
 	}
-	return out.String(), rows.Err()
+	return rows.Err()
 }
 
 func (w horizonWindow) label() string {
@@ -510,7 +590,7 @@ func (h *horizonResults) markdown(b *strings.Builder) {
 	b.WriteString("### Horizon: the relay while a transaction holds the xmin horizon\n\n")
 	fmt.Fprintf(b, "One `outboxtop --headless` relay, kfake, %s events/s offered in single-event transactions, %s aggregates, %d B payloads, "+
 		"from an empty migrated table; windows of %v. Offered/s is what the writers committed (below the target rate when commits are slow). Claim and mark quantiles are bucket-interpolated from the relay's histograms "+
-		"(as PromQL's histogram_quantile). Backlog: events committed less events published, sampled every second. "+
+		"(as PromQL's histogram_quantile); the claim mean is exact (the histogram's sum ÷ count). Backlog: events committed less records in the topic (read from the broker), sampled every second. "+
 		"CPU per event: the relay process's utime+stime, and the whole cluster's (postmaster, its children, the children it reaped: "+
 		"the writers' inserts and autovacuum included) ÷ events published in the window. "+
 		"Targets (not enforced): claim p99 of the last window ≤ 2× the first; backlog ≤ 10 s of offered load.\n\n",
@@ -518,10 +598,10 @@ func (h *horizonResults) markdown(b *strings.Builder) {
 	for _, r := range h.Runs {
 		fmt.Fprintf(b, "#### %s, ordering %s, %v\n\n%s. %s.\n\n", r.Horizon, r.Ordering,
 			time.Duration(r.Seconds*float64(time.Second)).Round(time.Second), strings.ToUpper(horizonWhat[r.Horizon][:1])+horizonWhat[r.Horizon][1:], r.verdict())
-		b.WriteString("| window | claim p50 | claim p99 | mark p50 | offered/s | published/s | backlog max | backlog end | dead tuples | relay CPU µs/event | DB CPU µs/event |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| window | claim mean | claim p50 | claim p99 | mark p50 | offered/s | published/s | backlog max | backlog end | dead tuples | relay CPU µs/event | DB CPU µs/event |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, w := range r.Windows {
-			fmt.Fprintf(b, "| %s | %.1f ms | %.1f ms | %.1f ms | %.0f | %.0f | %d | %d | %d | %.0f | %.0f |\n", w.label(), w.ClaimP50, w.ClaimP99,
+			fmt.Fprintf(b, "| %s | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.0f | %.0f | %d | %d | %d | %.0f | %.0f |\n", w.label(), w.ClaimMean, w.ClaimP50, w.ClaimP99,
 				w.MarkP50, w.OfferedPS, w.PerSecond, w.BacklogMax, w.Backlog, w.DeadTuples, w.RelayCPUus, w.DBCPUus)
 		}
 		b.WriteString("\n")

@@ -107,6 +107,7 @@ func run(p profile, out, plots, only string, settings map[string]string) error {
 		Profile: p.name, Started: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU()}}
 	logf("building outboxtop")
 	e.binary = filepath.Join(out, "outboxtop")
+	readClaimStatements() // the claim as built, for the horizon profile's EXPLAIN
 	build := exec.Command("go", "build", "-o", e.binary, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
