@@ -128,6 +128,11 @@ func (e *env) horizon(ctx context.Context) error {
 		}
 		res.Runs = append(res.Runs, run)
 		logf("horizon %s %s: %s", run.Horizon, run.Ordering, run.verdict())
+		if e.save != nil {
+			if err := e.save(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -70,6 +70,7 @@ type env struct {
 	templates map[string]string
 	dbs       int
 	results   *results
+	save      func() error // writes the results so far (a long part saves as it goes)
 }
 
 func main() {
@@ -120,6 +121,7 @@ func run(p profile, out, plots, only string, settings map[string]string) error {
 	}
 	defer c.Close()
 	e.cluster = c
+	e.save = func() error { return e.write(out, plots) }
 	if err := e.serverInfo(ctx, settings); err != nil {
 		return err
 	}
