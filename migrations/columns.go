@@ -22,7 +22,7 @@ var wantColumns = map[string][][2]string{
 		{"published_at", "timestamp with time zone"}, {"seq", "bigint"}, {"topic", "text"}, {"headers", "jsonb"},
 		{"last_error", "text"}, {"failed_at", "timestamp with time zone"}, {"kafka_topic", "text"},
 		{"kafka_partition", "integer"}, {"kafka_offset", "bigint"}, {"replay_of", "uuid"}, {"blocked", "boolean"},
-		{"lease_holder", "text"},
+		{"lease_holder", "text"}, {"ready_xid", "xid8"},
 	},
 	"consumed_event": {
 		{"consumer_name", "text"}, {"event_id", "uuid"}, {"consumed_at", "timestamp with time zone"},

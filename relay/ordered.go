@@ -45,20 +45,19 @@ func (r *Relay) claim(ctx context.Context, token uuid.UUID, n int) ([]*event, er
 // session, and so changed the next claim's window (a relay meeting a storm, or
 // a held hot aggregate, for the first time).
 func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*event, bool, error) {
-	tx, err := r.begin(ctx)
+	tx, snap, err := r.beginClaim(ctx)
 	if err != nil {
 		return nil, false, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	ordered := r.cfg.Ordering == OrderAggregate
 	began := time.Now()
+	args, deep := r.claimArgs(token, n, began)
 	var rows pgx.Rows
 	if ordered {
-		skipTypes, skipIDs := r.heads.skipped(began)
-		rows, err = tx.Query(ctx, r.sql.claimOrdered, pgx.StrictNamedArgs{"batch": n, "token": token,
-			"lease_ms": r.cfg.Lease.Milliseconds(), "holder": r.cfg.Holder, "skip_types": skipTypes, "skip_ids": skipIDs})
+		rows, err = tx.Query(ctx, r.sql.claimOrdered, args)
 	} else {
-		rows, err = tx.Query(ctx, r.sql.claimUnordered, n, token, r.cfg.Lease.Milliseconds(), r.cfg.Holder)
+		rows, err = tx.Query(ctx, r.sql.claimUnordered, args)
 	}
 	if err != nil {
 		return nil, false, err
@@ -66,7 +65,8 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 	events := make([]*event, 0, n)
 	var blocked int
 	var unlocked []uuid.UUID
-	var unlockedTypes, unlockedIDs []string
+	var unlockedTypes, unlockedIDs, headTypes, headIDs []string
+	var headSeqs []int64
 	waiters := map[aggregateKey]bool{}
 	for rows.Next() {
 		e := &event{}
@@ -87,7 +87,7 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 			var hasWaiters pgtype.Bool
 			err = rows.Scan(&summary, &id, &seq, &typ, &agg, &evType,
 				&e.payload, &createdAt, &attempts, &e.topic, &e.headers, &hasWaiters, &blocked,
-				&unlocked, &unlockedTypes, &unlockedIDs)
+				&unlocked, &unlockedTypes, &unlockedIDs, &headTypes, &headIDs, &headSeqs)
 			if err == nil && !summary {
 				e.id, e.seq, e.aggregateType, e.aggregateID, e.eventType = id.Bytes, seq.Int64, typ.String, agg.String, evType.String
 				e.createdAt, e.attempts = createdAt.Time, int(attempts.Int32)
@@ -106,8 +106,18 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 	if err := rows.Err(); err != nil {
 		return nil, false, err
 	}
+	var pos claimPosition
+	if err := tx.QueryRow(ctx, r.sql.claimPosition, pgx.StrictNamedArgs{
+		"from_at": args["from_at"], "from_seq": args["from_seq"], "xmax": args["xmax"], "xip": args["xip"]}).
+		Scan(&pos.now, &pos.firstAt, &pos.firstSeq, &pos.lateAt, &pos.lateSeq); err != nil {
+		return nil, false, fmt.Errorf("reading the claim's next position: %w", err)
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, false, err
+	}
+	r.cursor.advance(pos, snap.xmax, snap.xip, deep, r.cfg.deepEvery(), began)
+	if ordered {
+		r.hints.note(headTypes, headIDs, headSeqs)
 	}
 	if blocked > 0 {
 		r.m.Blocked.Add(float64(blocked))
@@ -129,21 +139,51 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 	return events, again, nil
 }
 
+// claimArgs are the claim statement's parameters for a claim of n events with
+// token beginning at now, in the relay's ordering mode, and whether the claim is
+// deep (reads from the start of the index: see claimCursor).
+func (r *Relay) claimArgs(token uuid.UUID, n int, now time.Time) (pgx.StrictNamedArgs, bool) {
+	fromAt, fromSeq, xmax, xip, deep := r.cursor.position(now)
+	args := pgx.StrictNamedArgs{"batch": n, "token": token, "lease_ms": r.cfg.Lease.Milliseconds(), "holder": r.cfg.Holder,
+		"from_at": fromAt, "from_seq": fromSeq, "xmax": xmax, "xip": xip}
+	if r.cfg.Ordering == OrderAggregate {
+		args["skip_types"], args["skip_ids"] = r.heads.skipped(now)
+		args["hint_types"], args["hint_ids"], args["hint_seqs"] = r.hints.args()
+	}
+	return args, deep
+}
+
 // begin starts a transaction under the claim's timeouts: a lock wait ends after
 // LockTimeout, and PostgreSQL ends the session if this process stops inside the
 // transaction for twice that. The settings go first, in their own round trip:
 // parsing a statement already takes its table locks.
 func (r *Relay) begin(ctx context.Context) (pgx.Tx, error) {
+	tx, _, err := r.beginClaim(ctx)
+	return tx, err
+}
+
+// snapshotSeen is what a claim's snapshot did not see committed: transactions
+// from xmax on, and those in xip.
+type snapshotSeen struct {
+	xmax uint64
+	xip  []uint64
+}
+
+// beginClaim is begin that also returns the snapshot of its first statement.
+func (r *Relay) beginClaim(ctx context.Context) (pgx.Tx, snapshotSeen, error) {
+	var snap snapshotSeen
 	tx, err := r.pool.Begin(ctx)
 	if err != nil {
-		return nil, err
+		return nil, snap, err
 	}
 	ms := r.cfg.LockTimeout.Milliseconds()
-	if _, err := tx.Exec(ctx, r.sql.claimTimeouts, fmt.Sprintf("%dms", ms), fmt.Sprintf("%dms", 2*ms)); err != nil {
+	var a, b, c string
+	if err := tx.QueryRow(ctx, r.sql.claimTimeouts, fmt.Sprintf("%dms", ms), fmt.Sprintf("%dms", 2*ms)).
+		Scan(&a, &b, &c, &snap.xmax, &snap.xip); err != nil {
 		tx.Rollback(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("setting claim timeouts: %w", err)
+		return nil, snap, fmt.Errorf("setting claim timeouts: %w", err)
 	}
-	return tx, nil
+	return tx, snap, nil
 }
 
 // unblockAfter brings back the rows waiting behind the runs of the batch token,

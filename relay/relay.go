@@ -39,6 +39,8 @@ type Relay struct {
 	stats     stats
 	lastError atomic.Pointer[timedError]
 	heads     headWatch
+	cursor    claimCursor // where claims start reading (cursor.go)
+	hints     headHints   // the ordered claim's last heads (cursor.go)
 	missing   *missingTopics
 	// missingWait bounds the wait of a record to a topic found missing
 	// (missingTopicWait; tests shorten it).

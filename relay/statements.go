@@ -16,6 +16,7 @@ type statements struct {
 	claimTimeouts  string
 	claimOrdered   string
 	claimUnordered string
+	claimPosition  string
 	mark           string
 	settle         string
 	renew          string
@@ -36,6 +37,7 @@ func newStatements(schema string) statements {
 		claimTimeouts:  load("claim_timeouts"),
 		claimOrdered:   load("claim_ordered"),
 		claimUnordered: load("claim_unordered"),
+		claimPosition:  load("claim_position"),
 		mark:           load("mark"),
 		settle:         load("settle"),
 		renew:          load("renew"),

@@ -201,8 +201,8 @@ func frozenClaim(t *testing.T, b *bundle, r *Relay, n int, idle time.Duration) (
 	if _, err := tx.Exec(ctx, "SELECT set_config('idle_in_transaction_session_timeout', $1, true)", fmt.Sprintf("%dms", idle.Milliseconds())); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tx.Query(ctx, r.sql.claimOrdered, pgx.StrictNamedArgs{"batch": n, "token": uuid.New(),
-		"lease_ms": r.cfg.Lease.Milliseconds(), "holder": r.cfg.Holder, "skip_types": []string{}, "skip_ids": []string{}})
+	args, _ := r.claimArgs(uuid.New(), n, time.Now())
+	rows, err := tx.Query(ctx, r.sql.claimOrdered, args)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,9 +413,8 @@ func TestClaimDoesNotReadEveryBlockedRow(t *testing.T) {
 	}
 	defer tx.Rollback(ctx)
 	var raw []byte
-	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+r.sql.claimOrdered, pgx.StrictNamedArgs{
-		"batch": 1000, "token": uuid.New(), "lease_ms": 30000, "holder": "test",
-		"skip_types": []string{}, "skip_ids": []string{}}).Scan(&raw); err != nil {
+	args, _ := r.claimArgs(uuid.New(), 1000, time.Now())
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+r.sql.claimOrdered, args).Scan(&raw); err != nil {
 		t.Fatal(err)
 	}
 	var plan []struct{ Plan map[string]any }

@@ -3,7 +3,12 @@
 -- @batch batch size, @token lease token, @lease_ms lease in milliseconds,
 -- @holder this relay's name (host:pid, kept in lease_holder), @skip_types and @skip_ids the aggregates to pass over: those whose ready head
 -- this relay found held by another session at a recent claim (see headWatch in
--- heads.go).
+-- heads.go). @from_at and @from_seq: where the window starts reading
+-- outbox_claim_idx, and @xmax and @xip the previous claim's snapshot, whose
+-- unseen transactions may have made rows claimable behind that position (see
+-- claimCursor in cursor.go). @hint_types, @hint_ids and @hint_seqs: the heads
+-- this relay last found for some aggregates; every event of an aggregate
+-- before its head was published, so its head probe seeks from there.
 --
 -- Ready (wire.ReadySQL) is restated where marked /* ready */ … /* /ready */:
 -- the window's conditions must name the columns of outbox_claim_idx's
@@ -49,14 +54,53 @@ WITH win AS MATERIALIZED (
     SELECT c0.event_id, c0.seq, c0.aggregate_type, c0.aggregate_id,
            h.tid AS head_tid, h.event_id AS head_id, h.seq AS head_seq, h.ok AS head_ok, h.blocker AS head_blocker
     FROM (
-        SELECT r.ctid AS tid, r.event_id, r.seq, r.aggregate_type, r.aggregate_id, r.available_at
-        FROM {{.schema}}.outbox_event r
-        WHERE /* claimable */ r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked
-          AND r.available_at <= now()
-          AND (r.lease_until IS NULL OR r.lease_until <= now()) /* /claimable */
-          AND (r.aggregate_type, r.aggregate_id) NOT IN (SELECT * FROM unnest(@skip_types::text[], @skip_ids::text[]))
-        ORDER BY r.available_at, r.seq
-        LIMIT 4 * @batch) c0
+        -- The head probe seeks from the aggregate's last known head, or from
+        -- its first row in the window if that is lower (a row committed
+        -- late): one bound per aggregate, so each has one head.
+        SELECT u.*, least(coalesce(hint.seq, 0), min(u.seq) OVER (PARTITION BY u.aggregate_type, u.aggregate_id)) AS lo
+        FROM (
+            SELECT * FROM (
+                -- From the position on: what is new since the last claim, and
+                -- what it left.
+                (SELECT r.ctid AS tid, r.event_id, r.seq, r.aggregate_type, r.aggregate_id, r.available_at
+                 FROM {{.schema}}.outbox_event r
+                 WHERE /* claimable */ r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked
+                   AND r.available_at <= now()
+                   AND (r.lease_until IS NULL OR r.lease_until <= now()) /* /claimable */
+                   AND (r.available_at, r.seq) >= (@from_at::timestamptz, @from_seq::bigint)
+                   AND (r.aggregate_type, r.aggregate_id) NOT IN (SELECT * FROM unnest(@skip_types::text[], @skip_ids::text[]))
+                 ORDER BY r.available_at, r.seq
+                 LIMIT 4 * @batch)
+                UNION ALL
+                -- Behind it: rows made claimable by a transaction the previous
+                -- claim's snapshot did not see committed (outbox_ready_xid_idx).
+                -- OFFSET 0 keeps the planner from reading these in order
+                -- from outbox_claim_idx, from its start.
+                -- Two scans of outbox_ready_xid_idx, each a seek: an OR of
+                -- the two would read the whole index.
+                (SELECT l.* FROM (
+                    SELECT r.ctid AS tid, r.event_id, r.seq, r.aggregate_type, r.aggregate_id, r.available_at
+                    FROM {{.schema}}.outbox_event r
+                    WHERE /* claimable */ r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked
+                      AND r.available_at <= now()
+                      AND (r.lease_until IS NULL OR r.lease_until <= now()) /* /claimable */
+                      AND r.ready_xid >= @xmax::xid8
+                    UNION ALL
+                    SELECT r.ctid AS tid, r.event_id, r.seq, r.aggregate_type, r.aggregate_id, r.available_at
+                    FROM {{.schema}}.outbox_event r
+                    WHERE /* claimable */ r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked
+                      AND r.available_at <= now()
+                      AND (r.lease_until IS NULL OR r.lease_until <= now()) /* /claimable */
+                      AND r.ready_xid = ANY (@xip::xid8[])
+                    OFFSET 0) l
+                 WHERE (l.available_at, l.seq) < (@from_at::timestamptz, @from_seq::bigint)
+                   AND (l.aggregate_type, l.aggregate_id) NOT IN (SELECT * FROM unnest(@skip_types::text[], @skip_ids::text[]))
+                 ORDER BY l.available_at, l.seq
+                 LIMIT 4 * @batch)) w
+            ORDER BY w.available_at, w.seq
+            LIMIT 4 * @batch) u
+        LEFT JOIN unnest(@hint_types::text[], @hint_ids::text[], @hint_seqs::bigint[]) AS hint(aggregate_type, aggregate_id, seq)
+            ON hint.aggregate_type = u.aggregate_type AND hint.aggregate_id = u.aggregate_id) c0
     CROSS JOIN LATERAL (
         SELECT h.ctid AS tid, h.event_id, h.seq, h.lease_until,
                /* unpublished ready */ h.failed_at IS NULL AND h.available_at <= now()
@@ -64,7 +108,7 @@ WITH win AS MATERIALIZED (
                h.failed_at IS NOT NULL OR h.available_at > now() + interval '1 second' AS blocker
         FROM {{.schema}}.outbox_event h
         WHERE h.aggregate_type = c0.aggregate_type AND h.aggregate_id = c0.aggregate_id
-          AND h.published_at IS NULL
+          AND h.published_at IS NULL AND h.seq >= c0.lo
         ORDER BY h.seq
         LIMIT 1) h
     JOIN {{.schema}}.outbox_event c ON c.ctid = c0.tid
@@ -85,6 +129,7 @@ WITH win AS MATERIALIZED (
                AND (SELECT true FROM {{.schema}}.outbox_event b
                    WHERE b.blocked AND b.published_at IS NULL
                      AND b.aggregate_type = w.aggregate_type AND b.aggregate_id = w.aggregate_id
+                     AND b.seq >= w.head_seq
                    LIMIT 1) IS NOT NULL AS waiters
     FROM win w
     GROUP BY w.aggregate_type, w.aggregate_id, w.head_tid, w.head_id, w.head_seq, w.head_ok, w.head_blocker
@@ -107,7 +152,7 @@ WITH win AS MATERIALIZED (
                        AND (e.lease_until IS NULL OR e.lease_until <= now()) /* /unpublished ready */ AS ok
             FROM {{.schema}}.outbox_event e
             WHERE e.aggregate_type = a.aggregate_type AND e.aggregate_id = a.aggregate_id
-              AND e.published_at IS NULL
+              AND e.published_at IS NULL AND e.seq >= a.head_seq
             ORDER BY e.seq
             LIMIT a.k) e
         WHERE a.head_ok AND NOT (a.k = 1 AND a.head_seq = a.first_seq)) r
@@ -170,10 +215,14 @@ WITH win AS MATERIALIZED (
 )
 SELECT false AS summary, c.event_id, c.seq, c.aggregate_type, c.aggregate_id, c.event_type,
        c.payload, c.created_at, c.attempts, c.topic, c.headers,
-       c.waiters, 0 AS blocked, NULL::uuid[] AS unlocked_heads, NULL::text[] AS unlocked_types, NULL::text[] AS unlocked_ids
+       c.waiters, 0 AS blocked, NULL::uuid[] AS unlocked_heads, NULL::text[] AS unlocked_types, NULL::text[] AS unlocked_ids,
+       NULL::text[] AS head_types, NULL::text[] AS head_ids, NULL::bigint[] AS head_seqs
 FROM claimed c
 UNION ALL
 SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       (SELECT count(*) FROM blocking)::int, u.heads, u.types, u.ids
+       (SELECT count(*) FROM blocking)::int, u.heads, u.types, u.ids, h.types, h.ids, h.seqs
 FROM (SELECT array_agg(l.event_id) AS heads, array_agg(l.aggregate_type) AS types, array_agg(l.aggregate_id) AS ids
-      FROM locked l WHERE l.is_head AND l.tid IS NULL) u
+      FROM locked l WHERE l.is_head AND l.tid IS NULL) u,
+     -- The heads found, the next claim's hints.
+     (SELECT array_agg(a.aggregate_type) AS types, array_agg(a.aggregate_id) AS ids, array_agg(a.head_seq) AS seqs
+      FROM aggs a) h

@@ -6,5 +6,11 @@
 -- to a stopped process would otherwise wait for it without end (over TCP; a
 -- Unix-domain socket has no such timeout). They go in their own round trip:
 -- parsing a statement already takes its table locks.
+--
+-- It also returns the transactions this statement's snapshot does not see
+-- committed: those at or after xmax, and those in progress (xip). The next
+-- claim looks for rows they made claimable behind its position; a snapshot
+-- taken before the claim's own sees less, so it may name more, never fewer.
 SELECT set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $2, true),
-       set_config('tcp_user_timeout', $2, true)
+       set_config('tcp_user_timeout', $2, true),
+       pg_snapshot_xmax(pg_current_snapshot()), ARRAY(SELECT pg_snapshot_xip(pg_current_snapshot()))

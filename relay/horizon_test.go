@@ -1,0 +1,161 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// With a snapshot held from the start, every event published after it leaves a
+// dead entry in outbox_claim_idx and outbox_aggregate_idx that nothing can
+// remove. A claim's cost must not grow with them: the buffers that one claim
+// of the same fresh events reads (EXPLAIN ANALYZE, BUFFERS) stay within a
+// small margin whether 1,000 or 12,000 events were published behind the held
+// snapshot, in both orderings, while the same claim read from the start of the
+// index (a deep claim, as every claim did before) reads several times more at
+// 12,000 (the proof that the table does hold the dead entries). No timing: the
+// figures are counts of pages.
+func TestClaimCostDoesNotGrowWithAHeldHorizon(t *testing.T) {
+	for _, ordering := range []Ordering{OrderAggregate, OrderNone} {
+		t.Run(string(ordering), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			cfg := b.config()
+			cfg.Ordering = ordering
+			cfg.BatchSize = 200
+			r := b.relay(t, cfg)
+			ctx := context.Background()
+
+			holder, err := b.pool.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Release()
+			if _, err := holder.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ"); err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+			if _, err := holder.Exec(ctx, "SELECT count(*) FROM outbox_event"); err != nil {
+				t.Fatal(err)
+			}
+
+			sent := 0
+			// publish claims and marks n events of 20 aggregates as the relay
+			// does, with made-up Kafka coordinates.
+			publish := func(n int) {
+				b.insertSeed(t, n, 20, "h-")
+				for left := n; left > 0; {
+					token := uuid.New()
+					evs, err := r.claim(ctx, token, cfg.BatchSize)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(evs) == 0 {
+						t.Fatalf("%d events left unclaimed", left)
+					}
+					acked := make([]published, len(evs))
+					for i, e := range evs {
+						acked[i] = published{id: e.id, topic: "t", offset: int64(sent + i)}
+					}
+					res, err := r.mark(ctx, token, acked)
+					if err != nil || res.marked != len(evs) {
+						t.Fatalf("marked %d of %d: %v", res.marked, len(evs), err)
+					}
+					sent += len(evs)
+					left -= len(evs)
+				}
+			}
+			// cost is the buffers one claim of 100 fresh events reads, run and
+			// rolled back; deep reads from the start of the index.
+			cost := func(deep bool) int {
+				b.insertSeed(t, 100, 20, "h-")
+				tx, err := b.pool.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback(ctx)
+				args, _ := r.claimArgs(uuid.New(), cfg.BatchSize, time.Now())
+				if deep {
+					var fresh Relay
+					fresh.cfg = r.cfg
+					args, _ = fresh.claimArgs(uuid.New(), cfg.BatchSize, time.Now())
+				}
+				stmt := r.sql.claimOrdered
+				if ordering == OrderNone {
+					stmt = r.sql.claimUnordered
+				}
+				total := 0
+				for _, s := range []struct {
+					sql  string
+					args pgx.StrictNamedArgs
+				}{{stmt, args}, {r.sql.claimPosition, pgx.StrictNamedArgs{
+					"from_at": args["from_at"], "from_seq": args["from_seq"], "xmax": args["xmax"], "xip": args["xip"]}}} {
+					if os.Getenv("OUTBOXTOP_TEST_PLAN") != "" && !deep {
+						rows, _ := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+s.sql, s.args)
+						lines, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+						t.Log("\n" + strings.Join(lines, "\n"))
+					}
+					var raw []byte
+					if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+s.sql, s.args).Scan(&raw); err != nil {
+						t.Fatal(err)
+					}
+					var plan []struct {
+						Plan struct {
+							Hit  int `json:"Shared Hit Blocks"`
+							Read int `json:"Shared Read Blocks"`
+						}
+					}
+					if err := json.Unmarshal(raw, &plan); err != nil || len(plan) != 1 {
+						t.Fatalf("plan: %v", err)
+					}
+					total += plan[0].Plan.Hit + plan[0].Plan.Read
+				}
+				return total
+			}
+			drain := func() {
+				for {
+					token := uuid.New()
+					evs, err := r.claim(ctx, token, cfg.BatchSize)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(evs) == 0 {
+						return
+					}
+					acked := make([]published, len(evs))
+					for i, e := range evs {
+						acked[i] = published{id: e.id, topic: "t", offset: int64(sent + i)}
+					}
+					if _, err := r.mark(ctx, token, acked); err != nil {
+						t.Fatal(err)
+					}
+					sent += len(evs)
+				}
+			}
+
+			publish(1000)
+			small, smallDeep := cost(false), cost(true)
+			drain()
+			publish(11000)
+			large, largeDeep := cost(false), cost(true)
+			drain()
+			t.Logf("buffers per claim: %d after 1,000 published, %d after 12,000 (from the start: %d, %d)",
+				small, large, smallDeep, largeDeep)
+			if largeDeep < 2*smallDeep {
+				t.Fatalf("a claim from the start read %d buffers after 12,000 dead rows, %d after 1,000: the held snapshot keeps no dead entries", largeDeep, smallDeep)
+			}
+			if large > small+small/2+20 {
+				t.Errorf("a claim read %d buffers after 12,000 events published behind a held snapshot, %d after 1,000: its cost grows with the dead rows", large, small)
+			}
+			if n := b.count(t, "published_at IS NULL"); n != 0 {
+				t.Errorf("%d events left unpublished", n)
+			}
+		})
+	}
+}
