@@ -117,11 +117,13 @@ func TestActionsAndUnblockLockInSeqOrder(t *testing.T) {
 	}{
 		{"unblock after a mark", "blocked", func(ids []uuid.UUID) (int64, error) {
 			var types, aggs []string
+			var after []int64
 			for _, id := range ids {
 				types = append(types, "order")
 				aggs = append(aggs, "a-"+id.String())
+				after = append(after, 0)
 			}
-			tag, err := b.pool.Exec(ctx, r.sql.unblockAfter, types, aggs, 10)
+			tag, err := b.pool.Exec(ctx, r.sql.unblockAfter, types, aggs, 10, after)
 			return tag.RowsAffected(), err
 		}},
 		{"reset-lease", "leased", action(inspect.ResetLease)},

@@ -67,7 +67,7 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 	var unlocked []uuid.UUID
 	var unlockedTypes, unlockedIDs, headTypes, headIDs []string
 	var headSeqs []int64
-	waiters := map[aggregateKey]bool{}
+	waiters := map[aggregateKey]int64{} // the last seq of each run with blocked rows after it
 	for rows.Next() {
 		e := &event{}
 		// The id as *[16]byte and the summary row's NULLs as pgtype values:
@@ -93,7 +93,8 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 				e.createdAt, e.attempts = createdAt.Time, int(attempts.Int32)
 				events = append(events, e)
 				if hasWaiters.Bool {
-					waiters[aggregateKey{typ.String, agg.String}] = true
+					k := aggregateKey{typ.String, agg.String}
+					waiters[k] = max(waiters[k], seq.Int64)
 				}
 			}
 		}
@@ -194,10 +195,11 @@ func (r *Relay) unblockAfter(ctx context.Context, token uuid.UUID) error {
 		return nil
 	}
 	var types, ids []string
-	for k := range v.(map[aggregateKey]bool) {
-		types, ids = append(types, k.typ), append(ids, k.id)
+	var after []int64
+	for k, seq := range v.(map[aggregateKey]int64) {
+		types, ids, after = append(types, k.typ), append(ids, k.id), append(after, seq)
 	}
-	tag, err := r.pool.Exec(ctx, r.sql.unblockAfter, types, ids, r.cfg.BatchSize)
+	tag, err := r.pool.Exec(ctx, r.sql.unblockAfter, types, ids, r.cfg.BatchSize, after)
 	if err != nil {
 		return fmt.Errorf("unblocking after mark: %w", err)
 	}

@@ -45,7 +45,7 @@ type Relay struct {
 	// missingWait bounds the wait of a record to a topic found missing
 	// (missingTopicWait; tests shorten it).
 	missingWait time.Duration
-	waiters     sync.Map // lease token → aggregates of the batch with blocked rows (map[aggregateKey]bool)
+	waiters     sync.Map // lease token → aggregates of the batch with blocked rows, and the last seq of each one's run (map[aggregateKey]int64)
 
 	beatStarted   atomic.Bool         // a heartbeat was written: started_at is set
 	beatWarned    atomic.Int64        // when a failing heartbeat was last logged (unix ns)
