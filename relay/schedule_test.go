@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/outboxtop/outboxtop/inspect"
@@ -26,8 +27,10 @@ import (
 // schedule kills a relay after Kafka acknowledged a batch (nothing marked, the
 // lease left to run out, as SIGKILL would), expires a relay's leases while it
 // publishes (a stall past the lease, or an expiry during renewal), cuts Kafka
-// off, slows an acknowledgement, and acts as an operator on random events:
-// park, skip, retry, reset-lease. Then the relays drain and a checker reading
+// off, slows an acknowledgement, holds the xmin horizon (from the start) or
+// lets it go, commits a transaction of events long after its insert, and acts
+// as an operator on random events: park, skip, retry, reset-lease. Then the
+// relays drain and a checker reading
 // Kafka on its own compares it with the database:
 //
 //   - nothing lost: every published row is in Kafka, every record is a row, and
@@ -173,13 +176,85 @@ func runSchedule(t *testing.T, seed uint64, duration time.Duration) {
 		}
 	}()
 
+	// A held xmin horizon from the start (a REPEATABLE READ snapshot left
+	// open), let go and taken again by the schedule: the claims then seek from
+	// their positions over dead entries nothing can remove.
+	var horizon *pgxpool.Conn
+	holdHorizon := func() {
+		c, err := b.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, "SELECT count(*) FROM outbox_event"); err != nil {
+			t.Fatal(err)
+		}
+		horizon = c
+	}
+	releaseHorizon := func() {
+		if horizon != nil {
+			_, _ = horizon.Exec(ctx, "ROLLBACK")
+			horizon.Release()
+			horizon = nil
+		}
+	}
+	defer releaseHorizon()
+	holdHorizon()
+	// Late commits: a transaction that inserts events and commits up to 1.5 s
+	// later. Its rows' available_at is its start, behind the positions the
+	// claims moved to meanwhile. One at a time, on aggregates no other writer
+	// uses, so their seq order stays their commit order.
+	var late sync.WaitGroup
+	var lateBusy sync.Mutex
+	lateWritten := 0
+
 	for loadCtx.Err() == nil {
 		sleep(loadCtx, time.Duration(30+s.rng.IntN(170))*time.Millisecond)
 		if loadCtx.Err() != nil {
 			break
 		}
 		sl := slots[s.rng.IntN(len(slots))]
-		switch f := s.rng.IntN(9); f {
+		switch f := s.rng.IntN(11); f {
+		case 9:
+			if horizon != nil {
+				s.note("let the held horizon go")
+				releaseHorizon()
+			} else {
+				s.note("hold the horizon (REPEATABLE READ snapshot)")
+				holdHorizon()
+			}
+		case 10:
+			if !lateBusy.TryLock() {
+				continue
+			}
+			agg := fmt.Sprintf("late-%d", s.rng.IntN(5))
+			n := 1 + s.rng.IntN(5)
+			d := time.Duration(100+s.rng.IntN(1400)) * time.Millisecond
+			s.note("late commit: %d events of %s committed %v after their insert", n, agg, d)
+			late.Add(1)
+			go func() {
+				defer late.Done()
+				defer lateBusy.Unlock()
+				tx, err := b.pool.Begin(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer tx.Rollback(ctx)
+				if _, err := tx.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+					SELECT gen_random_uuid(), 'order', $1, 'E', jsonb_build_object('i', g) FROM generate_series(1, $2) g ORDER BY g`, agg, n); err != nil {
+					t.Errorf("late writer: %v", err)
+					return
+				}
+				time.Sleep(d)
+				if err := tx.Commit(ctx); err != nil {
+					t.Errorf("late writer: %v", err)
+					return
+				}
+				lateWritten += n
+			}()
 		case 0: // kill after the next acknowledgement, then a new process in the slot
 			s.note("kill a relay after its next ack")
 			sl.r.abandonNextBatch()
@@ -234,6 +309,8 @@ func runSchedule(t *testing.T, seed uint64, duration time.Duration) {
 		}
 	}
 	wg.Wait()
+	late.Wait()
+	written += lateWritten
 	for _, sl := range slots {
 		sl.sw.restore()
 	}
