@@ -39,9 +39,9 @@ var horizonFlags = struct {
 	held, clean, writer, window *time.Duration
 	rate                        *int
 }{
-	held:   flag.Duration("horizon-for", 30*time.Minute, "horizon profile: length of each run with a REPEATABLE READ snapshot held"),
-	clean:  flag.Duration("clean-for", 5*time.Minute, "horizon profile: length of each run with no horizon held"),
-	writer: flag.Duration("writer-for", 5*time.Minute, "horizon profile: length of the run with a writing transaction held idle"),
+	held:   flag.Duration("horizon-for", 30*time.Minute, "horizon profile: length of each run with a REPEATABLE READ snapshot held (0: skip those runs)"),
+	clean:  flag.Duration("clean-for", 5*time.Minute, "horizon profile: length of each run with no horizon held (0: skip those runs)"),
+	writer: flag.Duration("writer-for", 5*time.Minute, "horizon profile: length of the run with a writing transaction held idle (0: skip it)"),
 	window: flag.Duration("window", 5*time.Minute, "horizon profile: measurement window"),
 	rate:   flag.Int("horizon-rate", 1500, "horizon profile: events/s offered"),
 }
