@@ -122,6 +122,12 @@
 //	             event_id, created_at = now() and replay_of = the original's id, and the
 //	             original is left where it is: every consumer applies it again.
 //
+// TerminateBackend ends a backend that holds the xmin horizon (Horizon): the
+// signal is pg_terminate_backend as the Inspector's own role, so PostgreSQL
+// decides who may end whom (pg_signal_backend or the same role, never a
+// superuser's backend), sent only while the pid's backend_start and xact_start
+// are the ones read; outboxtop_audit_terminate then writes its audit row.
+//
 // A read-only Inspector refuses Do (and the retention helpers) with ErrReadOnly;
 // reading and DryRun still work. Park and skip need a Reason (ErrReasonRequired).
 // Retry, reset-lease, park, skip and replay refuse an empty target (ErrNoTarget) so a
@@ -162,6 +168,8 @@
 //	audit.go        AuditLog: the audit trail, filtered
 //	actions.go      DryRun and Do (the targets), AuditRelay
 //	publishable.go  OldestPublishableAge (wire.OldestPublishableSQL)
+//	horizon.go      Horizon: what holds back the xmin horizon (the Snapshot's Health.Horizon)
+//	terminate.go    TerminateBackend: end a backend holding it, audited
 //	retention.go    ArchiveOlderThan, DeleteArchivedOlderThan
 //	inspect.go      capped counts and the planner's estimates
 //

@@ -207,10 +207,12 @@ type Consumer struct {
 // Health is the state of the tables and what holds back vacuum.
 type Health struct {
 	Tables []TableHealth `json:"tables"`
-	// OldestXmin is the session, prepared transaction or replication slot holding
-	// back the oldest xmin (nil: none besides this snapshot's own). A long-running one
-	// keeps vacuum from removing dead outbox rows: the table and its indexes bloat.
+	// OldestXmin is Horizon.Holders[0]: the holder of the oldest xmin (nil:
+	// none besides this snapshot's own). A long-running one keeps vacuum from
+	// removing dead rows, in outbox_event and every other table of the database.
 	OldestXmin *XminHolder `json:"oldest_xmin"`
+	// Horizon is every holder of the xmin horizon the snapshot read (horizon.go).
+	Horizon Horizon `json:"horizon"`
 }
 
 // TableHealth is pg_stat_user_tables and sizes for one table.
@@ -223,24 +225,6 @@ type TableHealth struct {
 	LastAutoanalyze *time.Time `json:"last_autoanalyze"`
 	TableBytes      int64      `json:"table_bytes"`
 	IndexBytes      int64      `json:"index_bytes"`
-}
-
-// XminHolder is what holds back the oldest xmin.
-type XminHolder struct {
-	// Kind is "session", "prepared transaction" or "replication slot".
-	Kind string `json:"kind"`
-	// PID is the backend's pid (sessions only).
-	PID int32 `json:"pid,omitempty"`
-	// Name is the user and application of a session, a prepared transaction's gid, or
-	// the slot's name.
-	Name string `json:"name"`
-	// State is a session's state ("idle in transaction", "active", …).
-	State string `json:"state,omitempty"`
-	// XminAge is age(xmin) in transactions.
-	XminAge int64 `json:"xmin_age"`
-	// Age is how long the transaction has been open (sessions, prepared transactions).
-	Age   Age    `json:"age_seconds"`
-	Query string `json:"query,omitempty"`
 }
 
 // Caps on exact counting in a Snapshot (see the package doc's "Cost on a big table").
@@ -453,32 +437,5 @@ func (i *Inspector) snapHealth(ctx context.Context, tx pgx.Tx, s *Snapshot) erro
 	if err != nil {
 		return err
 	}
-	var x XminHolder
-	var age float64
-	err = tx.QueryRow(ctx, `SELECT kind, pid, name, state, xmin_age, secs, query FROM (
-			SELECT 'session' AS kind, pid, coalesce(usename, '') || ' ' || coalesce(application_name, '') AS name,
-				coalesce(state, '') AS state, age(backend_xmin)::bigint AS xmin_age,
-				coalesce(extract(epoch from now() - xact_start), 0)::float8 AS secs, left(coalesce(query, ''), 200) AS query
-			-- Not this session, nor one whose transaction began after this snapshot's
-			-- (another connection of this process, most likely): it holds back
-			-- nothing older than this snapshot does, and its age would read negative.
-			FROM pg_stat_activity WHERE backend_xmin IS NOT NULL AND pid <> pg_backend_pid()
-				AND (xact_start IS NULL OR xact_start < now())
-			UNION ALL
-			SELECT 'prepared transaction', 0, gid, '', age(transaction)::bigint,
-				extract(epoch from now() - prepared)::float8, ''
-			FROM pg_prepared_xacts
-			UNION ALL
-			SELECT 'replication slot', 0, slot_name, '', greatest(age(xmin), age(catalog_xmin))::bigint, 0, ''
-			FROM pg_replication_slots WHERE xmin IS NOT NULL OR catalog_xmin IS NOT NULL
-		) h ORDER BY xmin_age DESC NULLS LAST LIMIT 1`).Scan(&x.Kind, &x.PID, &x.Name, &x.State, &x.XminAge, &age, &x.Query)
-	if err == pgx.ErrNoRows {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	x.Age = seconds(age)
-	s.Health.OldestXmin = &x
-	return nil
+	return i.snapHorizon(ctx, tx, s)
 }

@@ -54,8 +54,17 @@ var grantRoles = []struct {
 			"    %[1]s.outboxtop_skip(text, text, uuid[], text[], jsonb),\n" +
 			"    %[1]s.outboxtop_archive(text, text, uuid[], jsonb, bigint),\n" +
 			"    %[1]s.outboxtop_replay(text, text, uuid[], text[], jsonb, boolean),\n" +
-			"    %[1]s.outboxtop_audit_relay(text, text)\n" +
+			"    %[1]s.outboxtop_audit_relay(text, text),\n" +
+			"    %[1]s.outboxtop_audit_terminate(text, text, jsonb)\n" +
 			"    TO %[2]s;",
+		"-- Ending the backend that holds the xmin horizon (console T, terminate-backend)",
+		"-- signals it as this role: PostgreSQL allows that for the role's own backends,",
+		"-- and for other roles' with pg_signal_backend, which lets the role end any",
+		"-- non-superuser backend of the whole cluster, every database, with or without",
+		"-- outboxtop (only outboxtop writes an audit row); never a superuser's. Re-checking",
+		"-- another role's backend before the signal needs pg_read_all_stats (pg_monitor).",
+		"-- Without them the action is refused with what is missing.",
+		"-- GRANT pg_signal_backend TO %[2]s;",
 	}},
 	{"producer", "the application that writes events with package outbox", []string{
 		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
@@ -120,8 +129,9 @@ func GrantSQL(role, schema, grantee string) (string, error) {
 			b.WriteByte('\n')
 		}
 		if role == "console" || role == "operator" {
-			fmt.Fprintf(&b, "-- Optional: the Health panel's oldest-xmin holder among other roles' sessions\n")
-			fmt.Fprintf(&b, "-- needs pg_read_all_stats (part of pg_monitor); without it that line is left out.\n")
+			fmt.Fprintf(&b, "-- Optional: the xmin horizon's holders among other roles' sessions show their\n")
+			fmt.Fprintf(&b, "-- state, client and transaction age with pg_read_all_stats (part of pg_monitor);\n")
+			fmt.Fprintf(&b, "-- without it those are shown as hidden.\n")
 			fmt.Fprintf(&b, "-- GRANT pg_monitor TO %s;\n", g)
 		}
 		return b.String(), nil

@@ -349,7 +349,7 @@ func TestEveryActionWritesExactlyOneAuditRow(t *testing.T) {
 // TestActionFunctionsArePinned: every SECURITY DEFINER function in the schema
 // pins its search_path (pg_temp last), belongs to the role that migrated, and is
 // not executable by PUBLIC; only the operator's printed grants give EXECUTE, and
-// only on the actions and the pause audit.
+// only on the actions and the pause and terminate audits.
 func TestActionFunctionsArePinned(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "operator")
@@ -365,7 +365,8 @@ func TestActionFunctionsArePinned(t *testing.T) {
 	defer rows.Close()
 	// outboxtop_relay_beat is the relay's (TestOnlyTheRelayBeats).
 	operatorMay := map[string]bool{"outboxtop_retry": true, "outboxtop_reset_lease": true, "outboxtop_park": true,
-		"outboxtop_skip": true, "outboxtop_archive": true, "outboxtop_replay": true, "outboxtop_audit_relay": true}
+		"outboxtop_skip": true, "outboxtop_archive": true, "outboxtop_replay": true, "outboxtop_audit_relay": true,
+		"outboxtop_audit_terminate": true}
 	n := 0
 	for rows.Next() {
 		var name, config string
@@ -387,8 +388,8 @@ func TestActionFunctionsArePinned(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n != 12 {
-		t.Errorf("%d SECURITY DEFINER functions, want 12 (the six actions, the audit writer, the pause audit, two housekeeping, the relay heartbeat, the inbox prune)", n)
+	if n != 13 {
+		t.Errorf("%d SECURITY DEFINER functions, want 13 (the six actions, the audit writer, the pause and terminate audits, two housekeeping, the relay heartbeat, the inbox prune)", n)
 	}
 }
 

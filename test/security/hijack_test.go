@@ -205,6 +205,7 @@ func TestShadowedBuiltinsAreNeverCalled(t *testing.T) {
 		`SELECT * FROM outboxtop_replay('a', NULL, ARRAY['00000000-0000-4000-8000-000000000004', '00000000-0000-4000-8000-000000000006']::uuid[], NULL, '{}', true)`,
 		`SELECT * FROM outboxtop_replay('a', NULL, ARRAY['00000000-0000-4000-8000-000000000004', '00000000-0000-4000-8000-000000000006']::uuid[], NULL, '{}', false)`,
 		`SELECT outboxtop_audit_relay('a', 'pause')`,
+		`SELECT outboxtop_audit_terminate('a', NULL, '{"pid": 2147483000}')`,
 		`SELECT outboxtop_relay_beat('h:1', 'running', true, 5000, 0, 'v', 'aggregate', 10)`,
 		`UPDATE outbox_event SET published_at = now() - interval '2 days' WHERE published_at IS NULL`,
 		`SELECT outboxtop_archive_published(interval '1 day', 100)`,
@@ -223,7 +224,7 @@ func TestShadowedBuiltinsAreNeverCalled(t *testing.T) {
 	if err := db.QueryRow(ctx, `SELECT string_agg(action, ' ' ORDER BY audit_id) FROM outbox_audit`).Scan(&actions); err != nil {
 		t.Fatal(err)
 	}
-	if want := "retry reset-lease park skip archive replay replay pause"; actions != want {
+	if want := "retry reset-lease park skip archive replay replay pause terminate-backend"; actions != want {
 		t.Errorf("audit rows %q, want %q", actions, want)
 	}
 	var left int
