@@ -69,6 +69,7 @@ func commands() []command {
 		{"skip", "move the failed or scheduled event that blocks an aggregate to the archive, unpublished, so the rest flows", runSkip},
 		{"archive", "move published events to outbox_event_archive", runArchive},
 		{"replay", "put archived or published events back into the outbox", runReplay},
+		{"terminate-backend", "end the backend holding back the xmin horizon (pg_terminate_backend), audited", runTerminateBackend},
 		{"demo", "the embedded demo: throwaway PostgreSQL, in-process Kafka, simulated orders, the console", runDemo},
 		{"serve", "serve the console over SSH", runServe},
 		{"grants", "print the least-privilege GRANTs for a relay, console or operator role", runGrants},

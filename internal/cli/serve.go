@@ -161,7 +161,7 @@ func statusWriter(in *inspect.Inspector) func(context.Context, io.Writer) error 
 		if err != nil {
 			return err
 		}
-		printStatus(w, s)
+		printStatus(w, s, inspect.HorizonWarnAfter)
 		fmt.Fprintln(w, "status: OK")
 		return nil
 	}

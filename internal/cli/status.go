@@ -89,6 +89,8 @@ func status(ctx context.Context, args []string, io IO) error {
 	maxFailed := fs.Int64("max-failed", -1, "CRITICAL when more than this many events are failed (-1: no check; the older name of --crit-failed)")
 	warnNoRelay := fs.Duration("warn-no-relay", 0, "WARNING when no relay has been seen (heartbeat or live lease) for longer than this, or none ever (0, the default: no check)")
 	critNoRelay := fs.Duration("crit-no-relay", 0, "CRITICAL when no relay has been seen for longer than this, or none ever (0, the default: no check)")
+	warnHorizon := fs.Duration("warn-horizon", inspect.HorizonWarnAfter, "WARNING when a transaction has held back the database's xmin horizon (vacuum of every table) for longer than this (0: no check)")
+	critHorizon := fs.Duration("crit-horizon", inspect.HorizonCritAfter, "CRITICAL when a transaction has held back the xmin horizon for longer than this (0: no check)")
 	fleetFile := fs.String("fleet", "", "check every outbox of this fleet file (TOML; see README \"Running many outboxes\"): one line each, the worst level wins")
 	var kafka relayFlags
 	kafka.registerKafka(fs)
@@ -102,7 +104,8 @@ func status(ctx context.Context, args []string, io IO) error {
 		name string
 		v    time.Duration
 	}{{"--warn-oldest", *warnOldest}, {"--crit-oldest", *critOldest}, {"--max-oldest", *maxOldest},
-		{"--warn-no-relay", *warnNoRelay}, {"--crit-no-relay", *critNoRelay}} {
+		{"--warn-no-relay", *warnNoRelay}, {"--crit-no-relay", *critNoRelay},
+		{"--warn-horizon", *warnHorizon}, {"--crit-horizon", *critHorizon}} {
 		if d.v < 0 {
 			return usagef("%s must not be negative", d.name)
 		}
@@ -128,7 +131,8 @@ func status(ctx context.Context, args []string, io IO) error {
 			}
 		}
 		th := fleet.Thresholds{WarnOldest: *warnOldest, CritOldest: *critOldest, WarnFailed: *warnFailed, CritFailed: *critFailed,
-			WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest, WarnNoRelay: *warnNoRelay, CritNoRelay: *critNoRelay}
+			WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest, WarnNoRelay: *warnNoRelay, CritNoRelay: *critNoRelay,
+			WarnHorizon: *warnHorizon, CritHorizon: *critHorizon}
 		lt.into(&th)
 		if err := kafka.resolveKafka(io); err != nil {
 			return err
@@ -168,7 +172,8 @@ func status(ctx context.Context, args []string, io IO) error {
 	if err != nil {
 		return unknown(io, *asJSON, err)
 	}
-	s.Health.OldestXmin = withoutOwnSession(ctx, pool, s.Health.OldestXmin)
+	s.Health.Horizon = withoutOwnSessions(ctx, pool, s.Health.Horizon)
+	s.Health.OldestXmin = s.Health.Horizon.Oldest()
 	var consumers *consumerlag.Report
 	if checker != nil {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second) // within a check plugin's usual 10 s
@@ -178,7 +183,8 @@ func status(ctx context.Context, args []string, io IO) error {
 	}
 
 	th := fleet.Thresholds{WarnOldest: *warnOldest, CritOldest: *critOldest, WarnFailed: *warnFailed, CritFailed: *critFailed,
-		WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest, WarnNoRelay: *warnNoRelay, CritNoRelay: *critNoRelay}
+		WarnBlocked: *warnBlocked, CritBlocked: *critBlocked, MaxOldest: *maxOldest, WarnNoRelay: *warnNoRelay, CritNoRelay: *critNoRelay,
+		WarnHorizon: *warnHorizon, CritHorizon: *critHorizon}
 	lt.into(&th)
 	verdict := th.Check(s, publishable)
 	missing, err := checkMissingTopics(ctx, pool, in.Schema(), verdict)
@@ -209,7 +215,7 @@ func status(ctx context.Context, args []string, io IO) error {
 		// The first line is the plugin output a monitoring system shows; the report
 		// after it is the plugin's long output.
 		fmt.Fprintln(io.Out, summary)
-		printStatus(io.Out, s)
+		printStatus(io.Out, s, heldAfter(*warnHorizon, *critHorizon))
 		printMissingTopics(io.Out, missing)
 		fmt.Fprintf(io.Out, "oldest publishable %s (ready events not waiting behind a failed or scheduled one)\n", publishable)
 		if consumers != nil {
@@ -293,6 +299,12 @@ func statusSummary(check statusCheck, s inspect.Snapshot, publishable inspect.Ag
 	if age, seen := s.NoRelayFor(); seen {
 		perf("no_relay", fmt.Sprintf("%.3fs", age.Duration().Seconds()), fleet.NoRelayCheck)
 	}
+	perf("xmin_horizon", fmt.Sprintf("%.3fs", s.Health.Horizon.OldestAge().Duration().Seconds()), fleet.HorizonCheck)
+	var xids int64
+	if x := s.Health.Horizon.Oldest(); x != nil {
+		xids = x.XminAge
+	}
+	perf("xmin_horizon_xids", fmt.Sprint(xids), "")
 	if consumers != nil {
 		b.WriteString(lagPerf(*consumers, check))
 	}
@@ -306,27 +318,43 @@ func perfBound(v *float64) string {
 	return strconv.FormatFloat(*v, 'f', -1, 64)
 }
 
-// withoutOwnSession drops an oldest-xmin holder that is this process's own
-// connection, or a transaction begun after the snapshot's (a relay's claim a few
+// withoutOwnSessions drops the horizon's holders that are this process's own
+// connections, or transactions begun after the snapshot's (a relay's claim a few
 // milliseconds old, shown as "open -107ms"): neither holds back vacuum.
-func withoutOwnSession(ctx context.Context, pool *pgxpool.Pool, x *inspect.XminHolder) *inspect.XminHolder {
-	if x == nil || x.Kind != "session" {
-		return x
-	}
-	if x.Age < 0 {
-		return nil
-	}
+func withoutOwnSessions(ctx context.Context, pool *pgxpool.Pool, h inspect.Horizon) inspect.Horizon {
+	own := map[int32]bool{}
 	for _, c := range pool.AcquireAllIdle(ctx) {
-		pid := c.Conn().PgConn().PID()
+		own[int32(c.Conn().PgConn().PID())] = true
 		c.Release()
-		if int32(pid) == x.PID {
-			return nil
-		}
 	}
-	return x
+	kept := []inspect.XminHolder{}
+	for _, x := range h.Holders {
+		if x.Kind == inspect.HolderSession || x.Kind == inspect.HolderWriter {
+			if x.Age < 0 || own[x.PID] {
+				continue
+			}
+		}
+		kept = append(kept, x)
+	}
+	h.Holders = kept
+	return h
 }
 
-func printStatus(w io.Writer, s inspect.Snapshot) {
+// heldAfter is the age past which status's report calls the horizon held: its
+// WARNING bound, else its CRITICAL one, else the default.
+func heldAfter(warn, crit time.Duration) time.Duration {
+	switch {
+	case warn > 0:
+		return warn
+	case crit > 0:
+		return crit
+	}
+	return inspect.HorizonWarnAfter
+}
+
+// printStatus is status's report; heldAfter is the transaction age past which
+// the xmin horizon is reported held.
+func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 	c := s.Counts
 	fmt.Fprintf(w, "outboxtop status — schema %s at %s (took %s)\n", s.Schema, s.TakenAt.Format(time.RFC3339), s.Took)
 	bd := c.Bounds
@@ -380,13 +408,7 @@ func printStatus(w io.Writer, s inspect.Snapshot) {
 		}
 		fmt.Fprintln(w)
 	}
-	if x := s.Health.OldestXmin; x != nil {
-		fmt.Fprintf(w, "oldest xmin: %s %s", x.Kind, short(tui.Sanitize(x.Name), 40))
-		if x.PID != 0 {
-			fmt.Fprintf(w, " (pid %d, %s)", x.PID, tui.Sanitize(x.State))
-		}
-		fmt.Fprintf(w, ", %d transactions old, open %s\n", x.XminAge, x.Age)
-	}
+	printHorizon(w, s.Health.Horizon, heldAfter)
 }
 
 // approx is a count as status prints it: "~" in front when it is an estimate.

@@ -154,7 +154,8 @@ func TestStatusFleetJSONHasOneObjectPerOutbox(t *testing.T) {
 		t.Errorf("search %+v", s)
 	}
 	if b.Name != "billing" || !b.Reachable || b.Level != "CRITICAL" || b.Failed != 40 || b.Blocked != 40 ||
-		len(b.Crossed) != 2 || b.Crossed[0] != "failed 40 > 10" || b.Labels["team"] != "payments" || len(b.Thresholds) != 3 {
+		len(b.Crossed) != 2 || b.Crossed[0] != "failed 40 > 10" || b.Labels["team"] != "payments" || len(b.Thresholds) != 4 ||
+		b.Thresholds[3].Name != "xmin horizon" {
 		t.Errorf("billing %+v", b)
 	}
 	if o.Name != "orders" || o.Level != "OK" || o.Publish != 1 {

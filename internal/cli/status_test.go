@@ -235,19 +235,16 @@ func TestStatusLeavesOutItsOwnSession(t *testing.T) {
 	}
 	own := conn.Conn().PgConn().PID()
 	conn.Release()
-	if x := withoutOwnSession(ctx, pool, &inspect.XminHolder{Kind: "session", PID: int32(own), Age: inspect.Age(5e9)}); x != nil {
-		t.Errorf("own session %d kept: %+v", own, x)
-	}
-	if x := withoutOwnSession(ctx, pool, &inspect.XminHolder{Kind: "session", PID: int32(own) + 100000, Age: inspect.Age(-107e6)}); x != nil {
-		t.Errorf("a transaction begun after the snapshot kept: %+v", x)
-	}
-	other := &inspect.XminHolder{Kind: "session", PID: int32(own) + 100000, Age: inspect.Age(60e9)}
-	if x := withoutOwnSession(ctx, pool, other); x != other {
-		t.Errorf("another session's long transaction dropped")
-	}
-	slot := &inspect.XminHolder{Kind: "replication slot", Name: "s"}
-	if x := withoutOwnSession(ctx, pool, slot); x != slot {
-		t.Errorf("replication slot dropped")
+	other := inspect.XminHolder{Kind: "session", PID: int32(own) + 100000, Age: inspect.Age(60e9)}
+	slot := inspect.XminHolder{Kind: "replication slot", Name: "s"}
+	h := withoutOwnSessions(ctx, pool, inspect.Horizon{Holders: []inspect.XminHolder{
+		{Kind: "session", PID: int32(own), Age: inspect.Age(5e9)},
+		{Kind: "writer", PID: int32(own), Age: inspect.Age(5e9)},
+		{Kind: "session", PID: int32(own) + 100000, Age: inspect.Age(-107e6)}, // begun after the snapshot
+		other, slot,
+	}})
+	if len(h.Holders) != 2 || h.Holders[0] != other || h.Holders[1].Name != "s" {
+		t.Errorf("kept %+v, want only another session's long transaction and the slot", h.Holders)
 	}
 }
 
@@ -280,7 +277,7 @@ func TestStatusMarksBounds(t *testing.T) {
 		t.Errorf("perfdata not numeric: %s", perf)
 	}
 	var b strings.Builder
-	printStatus(&b, s)
+	printStatus(&b, s, inspect.HorizonWarnAfter)
 	for _, want := range []string{"pending ≥65002 (ready ≥5001, of them waiting ≥101, publishable ≥4900; scheduled ≥60001)", "failed ≥250001",
 		"counts marked ≥ are at least that", "blocked aggregates ≥30 (most waiting first):\n  order/o-7 behind  (failed) with 506 waiting\n",
 		"account/a-1 behind  (failed) with 0 waiting, 9 failed behind"} {

@@ -50,14 +50,21 @@ type Thresholds struct {
 	// heartbeats and leases (inspect.Snapshot.NoRelayFor); a relay never seen
 	// crosses every bound set.
 	WarnNoRelay, CritNoRelay time.Duration
+	// The xmin horizon held (zero: no check): the oldest transaction age among
+	// its holders (inspect.Horizon.OldestAge); a holder with no transaction
+	// time (a slot, a standby's feedback, a session whose start this role may
+	// not read) past inspect.HorizonHeldXids is a WARNING whatever these say,
+	// while one of them is set.
+	WarnHorizon, CritHorizon time.Duration
 }
 
 // DefaultThresholds are `outboxtop status`'s defaults: WARNING past a minute of
 // publishable lag or with any failed event or blocked aggregate, CRITICAL past
-// five minutes of lag.
+// five minutes of lag; the xmin horizon held past inspect.HorizonWarnAfter and
+// inspect.HorizonCritAfter.
 func DefaultThresholds() Thresholds {
 	return Thresholds{WarnOldest: time.Minute, CritOldest: 5 * time.Minute, WarnFailed: 0, CritFailed: -1, WarnBlocked: 0, CritBlocked: -1,
-		WarnLag: -1, CritLag: -1}
+		WarnLag: -1, CritLag: -1, WarnHorizon: inspect.HorizonWarnAfter, CritHorizon: inspect.HorizonCritAfter}
 }
 
 // Threshold is one checked value with its warning and critical bounds (nil: no
@@ -123,7 +130,7 @@ func (c *Check) Note(what string, l Level) {
 // FormatBound prints a bound as the crossed text shows it: a duration for the
 // "oldest …" values and the time without a relay, a number otherwise.
 func FormatBound(name string, v float64) string {
-	if strings.HasPrefix(name, "oldest") || name == NoRelayCheck {
+	if strings.HasPrefix(name, "oldest") || name == NoRelayCheck || name == HorizonCheck {
 		return time.Duration(v * float64(time.Second)).String()
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64)
@@ -140,7 +147,49 @@ func (t Thresholds) Check(s inspect.Snapshot, publishable inspect.Age) *Check {
 		c.Value("oldest pending", s.OldestPendingAge.String(), s.OldestPendingAge.Duration().Seconds(), nil, durBound(t.MaxOldest))
 	}
 	t.checkNoRelay(c, s)
+	t.checkHorizon(c, s.Health.Horizon)
 	return c
+}
+
+// HorizonCheck names the xmin horizon check in the verdict and the performance
+// data.
+const HorizonCheck = "xmin horizon"
+
+// checkHorizon applies WarnHorizon and CritHorizon to the oldest transaction
+// among the horizon's holders. A slot or a standby has no transaction time: one
+// whose xmin is older than inspect.HorizonHeldXids is a WARNING of its own, as
+// is a session whose start this role may not read (inspect.XminHolder.Hidden):
+// its age is not known, its xmin's is. The crossed
+// text names the holder by kind and pid only; the report names the rest,
+// sanitized (the database's text stays out of the verdict).
+func (t Thresholds) checkHorizon(c *Check, h inspect.Horizon) {
+	if t.WarnHorizon <= 0 && t.CritHorizon <= 0 {
+		return
+	}
+	age := h.OldestAge()
+	shown := age.String()
+	for _, x := range h.Holders {
+		if x.Timed() && x.Age == age && age > 0 {
+			shown += " (" + holderRef(x) + ")"
+			break
+		}
+	}
+	c.Value(HorizonCheck, shown, age.Duration().Seconds(), durBound(t.WarnHorizon), durBound(t.CritHorizon))
+	for _, x := range h.Holders {
+		if !x.Timed() && x.XminAge > inspect.HorizonHeldXids {
+			c.Note(fmt.Sprintf("xmin horizon held by %s: %d transactions old", holderRef(x), x.XminAge), Warning)
+			return
+		}
+	}
+}
+
+// holderRef names a holder without the database's text: its kind and pid, or
+// its kind alone (a slot's or a prepared transaction's name is in the report).
+func holderRef(x inspect.XminHolder) string {
+	if x.PID != 0 {
+		return fmt.Sprintf("%s pid %d", x.Kind, x.PID)
+	}
+	return x.Kind
 }
 
 // NoRelayCheck names the relay check in the verdict and the performance data.

@@ -60,3 +60,44 @@ func TestLowerBoundThresholds(t *testing.T) {
 		t.Errorf("thresholds %+v", c.Thresholds)
 	}
 }
+
+// The xmin horizon check, shared by `status` and every row of `status --fleet`:
+// the oldest timed holder's age against the bounds, named by kind and pid only;
+// a slot (no transaction time) past inspect.HorizonHeldXids is a WARNING of its
+// own; off when both bounds are 0.
+func TestHorizonCheck(t *testing.T) {
+	session := inspect.XminHolder{Kind: inspect.HolderSession, PID: 42, Name: "alice \x1b[31mpsql", Age: inspect.Age(12 * time.Minute), XminAge: 630}
+	slot := inspect.XminHolder{Kind: inspect.HolderSlot, Name: "unread", XminAge: inspect.HorizonHeldXids + 1}
+	for _, c := range []struct {
+		name       string
+		h          inspect.Horizon
+		warn, crit time.Duration
+		want       Level
+		crossed    string
+	}{
+		{"off", inspect.Horizon{Holders: []inspect.XminHolder{session}}, 0, 0, OK, ""},
+		{"none", inspect.Horizon{}, inspect.HorizonWarnAfter, inspect.HorizonCritAfter, OK, ""},
+		{"12m past 5m", inspect.Horizon{Holders: []inspect.XminHolder{session}}, inspect.HorizonWarnAfter, inspect.HorizonCritAfter, Warning,
+			"xmin horizon 12m0s (session pid 42) > 5m0s"},
+		{"12m past 10m crit", inspect.Horizon{Holders: []inspect.XminHolder{session}}, inspect.HorizonWarnAfter, 10 * time.Minute, Critical,
+			"xmin horizon 12m0s (session pid 42) > 10m0s"},
+		{"a slot past the xids", inspect.Horizon{Holders: []inspect.XminHolder{slot}}, inspect.HorizonWarnAfter, inspect.HorizonCritAfter, Warning,
+			"xmin horizon held by replication slot: 1000001 transactions old"},
+	} {
+		th := DefaultThresholds()
+		th.WarnFailed, th.WarnBlocked, th.WarnHorizon, th.CritHorizon = -1, -1, c.warn, c.crit
+		got := th.Check(inspect.Snapshot{Health: inspect.Health{Horizon: c.h}}, 0)
+		if got.Level != c.want || c.crossed == "" && len(got.Crossed) > 0 ||
+			c.crossed != "" && (len(got.Crossed) != 1 || got.Crossed[0] != c.crossed) {
+			t.Errorf("%s: level %v, crossed %q; want %v, %q", c.name, got.Level, got.Crossed, c.want, c.crossed)
+		}
+		for _, x := range got.Crossed {
+			if strings.Contains(x, "alice") {
+				t.Errorf("%s: the database's text in the verdict: %q", c.name, x)
+			}
+		}
+	}
+	if d := DefaultThresholds(); d.WarnHorizon != inspect.HorizonWarnAfter || d.CritHorizon != inspect.HorizonCritAfter {
+		t.Errorf("defaults %v/%v", d.WarnHorizon, d.CritHorizon)
+	}
+}

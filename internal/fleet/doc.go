@@ -82,4 +82,7 @@
 // older than ten seconds with no live relay and no publishing in the last ten
 // seconds is Row.NoRelay. Thresholds.WarnNoRelay/CritNoRelay check the time
 // since a relay was last live, as `status --warn-no-relay` does.
+// Thresholds.WarnHorizon/CritHorizon check the age of the oldest transaction
+// holding back the xmin horizon, as `status --warn-horizon` does, on by
+// default (inspect.HorizonWarnAfter, inspect.HorizonCritAfter).
 package fleet
