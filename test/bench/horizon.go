@@ -544,13 +544,21 @@ func claimExplain(ctx context.Context, conn *pgx.Conn, ord relay.Ordering) strin
 	return out.String()
 }
 
-// explainInto runs an EXPLAIN in a transaction it rolls back, writing its lines.
+// explainInto runs an EXPLAIN in a transaction it rolls back, writing its lines;
+// it gives up after 5 minutes.
 func explainInto(ctx context.Context, conn *pgx.Conn, out *strings.Builder, explain string, args []any) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
+	// The claim locks the rows it finds before it rechecks them, and keeps
+	// those locks until the rollback, rows the relay has claimed among them:
+	// the relay's mark of those waits (and gives up after its lock timeout), so
+	// a claim that reads for minutes is cut short.
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = '300s'"); err != nil {
+		return err
+	}
 	rows, err := tx.Query(ctx, explain, args...)
 	if err != nil {
 		return err
