@@ -32,6 +32,10 @@ type pendingAction struct {
 	returnTo mode
 	// reason is what is typed for park and skip.
 	reason []rune
+	// terminate, when set, is the backend holding the xmin horizon to end, and
+	// terminateText its application, state and age (sanitized).
+	terminate     *inspect.XminHolder
+	terminateText string
 }
 
 type actionDoneMsg struct {
@@ -63,7 +67,7 @@ func (m *Model) actionFor(msg tea.KeyPressMsg, k KeyMap) (inspect.Action, bool) 
 // prompt for the marked events (or the one under the cursor, or the one in detail).
 func (m *Model) actionKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	if m.opts.ReadOnly {
-		if _, ok := m.actionFor(msg, m.allKeys); ok || key.Matches(msg, m.allKeys.Pause) {
+		if _, ok := m.actionFor(msg, m.allKeys); ok || key.Matches(msg, m.allKeys.Pause) || key.Matches(msg, m.allKeys.Terminate) {
 			m.setStatus("read-only console: actions are refused", true)
 			return nil, true
 		}
@@ -131,6 +135,9 @@ func (p *pendingAction) prompt() string {
 	}
 	if p.pause == "resume" {
 		return "Resume the relay? [y/N]"
+	}
+	if p.terminate != nil {
+		return fmt.Sprintf("End pid %d with pg_terminate_backend? [y/N] (%s)", p.terminate.PID, p.terminateText)
 	}
 	shown := p.ids
 	if len(shown) > 3 {
@@ -229,6 +236,9 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	if p.pause != "" {
 		return m.runPause(p.pause)
+	}
+	if p.terminate != nil {
+		return m.runTerminate(*p.terminate)
 	}
 	m.setStatus(fmt.Sprintf("%s %s…", p.action, events(len(p.ids))), false)
 	in, ctx := m.opts.Inspector, m.opts.Context

@@ -17,6 +17,9 @@ type KeyMap struct {
 
 	// Actions: absent from help and refused in read-only mode.
 	Retry, ResetLease, Archive, Park, Skip, Replay, Pause key.Binding
+	// Terminate ends the backend holding the xmin horizon (the Overview's
+	// "horizon held" line).
+	Terminate key.Binding
 
 	Faster, Slower, Help, Quit key.Binding
 }
@@ -59,6 +62,7 @@ func DefaultKeyMap() KeyMap {
 		Skip:       b([]string{"s"}, "s", "skip blocker"),
 		Replay:     b([]string{"R"}, "R", "replay"),
 		Pause:      b([]string{"p"}, "p", "pause/resume relay"),
+		Terminate:  b([]string{"T"}, "T", "end xmin holder"),
 
 		Faster: b([]string{"+", "="}, "+", "refresh faster"),
 		Slower: b([]string{"-"}, "-", "refresh slower"),
@@ -69,7 +73,7 @@ func DefaultKeyMap() KeyMap {
 
 // actionKeys are the bindings that change something.
 func (k *KeyMap) actionKeys() []*key.Binding {
-	return []*key.Binding{&k.Retry, &k.ResetLease, &k.Archive, &k.Park, &k.Skip, &k.Replay, &k.Pause}
+	return []*key.Binding{&k.Retry, &k.ResetLease, &k.Archive, &k.Park, &k.Skip, &k.Replay, &k.Pause, &k.Terminate}
 }
 
 // readOnly disables the action keys: they vanish from help and no longer match.

@@ -163,6 +163,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case actionDoneMsg:
 		return m, m.actionDone(msg)
+	case terminateDoneMsg:
+		return m, m.terminateDone(msg)
 	case statusMsg:
 		m.setStatus(msg.text, msg.bad)
 		return m, m.startLoad()
@@ -360,6 +362,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.setRefresh(+1)
 	case key.Matches(msg, k.Pause):
 		return m.togglePause()
+	case key.Matches(msg, k.Terminate):
+		return m.terminateKey()
 	}
 	if cmd, ok := m.actionKey(msg); ok {
 		return cmd

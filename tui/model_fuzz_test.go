@@ -259,6 +259,16 @@ func (z *fuzzReader) snapshot() inspect.Snapshot {
 		s.Health.OldestXmin = &inspect.XminHolder{Kind: z.text(), PID: int32(z.num()), Name: z.text(), State: z.text(),
 			XminAge: z.num(), Age: inspect.Age(z.dur()), Query: z.text()}
 	}
+	// The horizon's holders: every kind, with text from the database to
+	// sanitize, hidden or not, past the held bounds or under them.
+	kinds := []string{inspect.HolderSession, inspect.HolderWriter, inspect.HolderPrepared, inspect.HolderSlot, inspect.HolderStandby, z.text()}
+	for range z.n(4) {
+		start := time.Unix(z.num(), 0)
+		s.Health.Horizon.Holders = append(s.Health.Horizon.Holders, inspect.XminHolder{Kind: kinds[z.n(len(kinds))],
+			PID: int32(z.num()), Name: z.text(), State: z.text(), XminAge: z.num(), Age: inspect.Age(z.dur()), User: z.text(),
+			Application: z.text(), Client: z.text(), BackendStart: &start, SlotType: z.text(), Holds: z.text(), Hidden: z.bit()})
+	}
+	s.Health.Horizon.OutboxDeadRows = z.num()
 	if z.bit() {
 		s.RelaysError = z.text()
 	}

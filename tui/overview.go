@@ -37,6 +37,7 @@ type overviewVM struct {
 	inbox             []inspect.Consumer
 	tables            []inspect.TableHealth
 	xmin              *inspect.XminHolder
+	horizon           *horizonVM // the xmin horizon held (nil: not held)
 	relay             *RelayStatus
 	relays            relaysVM
 	// missingTopics: what the rows say of topics that do not exist (sanitized).
@@ -104,6 +105,7 @@ func newOverviewVM(s inspect.Snapshot, relay Relay, extras []Extra) overviewVM {
 		c.Name, c.State, c.Query = Sanitize(c.Name), Sanitize(c.State), Sanitize(c.Query)
 		vm.xmin = &c
 	}
+	vm.horizon = newHorizonVM(s.Health.Horizon)
 	if relay != nil {
 		st := relay.Status()
 		st.LastError = Sanitize(st.LastError)
@@ -286,6 +288,15 @@ func (m *Model) viewOverview(w, h int) string {
 		below, _ = draw(true)
 	}
 	m.overviewShown = shown
+	// A held horizon takes the blank line above the sections, so they start
+	// where they always do (or, with no blank line left, the line is added).
+	if hl := m.horizonLine(w, since); hl != "" {
+		if len(below) > 0 && below[0] == "" {
+			below[0] = hl
+		} else {
+			lines = append(lines, hl)
+		}
+	}
 	return clip(append(lines, below...), w, h)
 }
 

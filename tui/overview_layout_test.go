@@ -54,7 +54,30 @@ func overviewCases() []overviewCase {
 		{name: "incident, relay error", snap: incident, relay: longError},
 		{name: "incident, relay error, four extras", snap: incident, relay: longError, extras: 4},
 		{name: "incident, paused relay, extras", snap: incident, relay: &RelayStatus{Paused: true, BrokerReachable: true}, extras: 2},
+		{name: "incident, horizon held by a session, relay error", snap: withHorizon(incident, heldSession(at)), relay: longError},
+		{name: "incident, horizon held by a slot", snap: withHorizon(incident, heldSlot())},
 	}
+}
+
+// heldSession is a report idle in transaction for 12 minutes, its application
+// name hostile.
+func heldSession(at time.Time) inspect.XminHolder {
+	start, xact := at.Add(-time.Hour), at.Add(-12*time.Minute)
+	return inspect.XminHolder{Kind: inspect.HolderSession, PID: 4242, User: "alice", Application: "psql\x1b[31m\u202e",
+		Name: "alice psql", State: "idle in transaction", Age: inspect.Age(12 * time.Minute), XminAge: 630,
+		BackendStart: &start, XactStart: &xact}
+}
+
+func heldSlot() inspect.XminHolder {
+	inactive := false
+	return inspect.XminHolder{Kind: inspect.HolderSlot, Name: "debezium", SlotType: "logical", Holds: "catalog_xmin",
+		SlotActive: &inactive, XminAge: 2_100_000}
+}
+
+func withHorizon(s inspect.Snapshot, holders ...inspect.XminHolder) inspect.Snapshot {
+	s.Health.Horizon = inspect.Horizon{Holders: holders, OutboxDeadRows: 630_000}
+	s.Health.OldestXmin = s.Health.Horizon.Oldest()
+	return s
 }
 
 func drawOverview(t *testing.T, c overviewCase, w, h int) (*Model, string) {
