@@ -149,7 +149,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 
 	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newBacklogCollector(a.ReadOnlyInspector), relay.NewHealthCollector(a.Pool, cfg.Schema),
-		newRelaysCollector(a.ReadOnlyInspector))
+		newRelaysCollector(a.ReadOnlyInspector), newHorizonCollector(a.ReadOnlyInspector))
 	if cfg.Relay != nil {
 		kcfg := cfg.Kafka
 		kcfg.Extra = append(kcfg.Extra[:len(kcfg.Extra):len(kcfg.Extra)], relay.KafkaMetrics(a.Registry))
