@@ -313,3 +313,42 @@ func TestBrokenKeyFileRefusesEveryLogin(t *testing.T) {
 		t.Errorf("server log:\n%s", b.logs.String())
 	}
 }
+
+// A read-only key cannot end the backend that holds the xmin horizon: T is
+// refused like every action, the backend keeps running and nothing is
+// audited; an operator's T reaches the action (here: nothing held yet).
+func TestReadOnlyKeyCannotEndAHorizonHolder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { conn.Conn().Close(context.Background()); conn.Release() }()
+	for _, q := range []string{`BEGIN ISOLATION LEVEL REPEATABLE READ`, `SELECT count(*) FROM outbox_event`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := b.console(b.viewer, 80, 24)
+	c.waitFor("1 Overview")
+	c.send("T")
+	c.waitFor("read-only console: actions are refused")
+	c.send("y")
+	c.send("q")
+	c.waitClosed()
+	if err := conn.Ping(ctx); err != nil {
+		t.Errorf("the holder was ended: %v", err)
+	}
+	op := b.console(b.operator, 80, 24)
+	op.waitFor("1 Overview")
+	op.send("T")
+	op.waitFor("the xmin horizon is not held: nothing to end")
+	op.send("q")
+	op.waitClosed()
+	var audits int
+	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM outbox_audit`).Scan(&audits); err != nil || audits != 0 {
+		t.Errorf("%d audit rows (%v)", audits, err)
+	}
+}
