@@ -124,11 +124,15 @@ func (x XminHolder) HeldAfter(after time.Duration) bool {
 }
 
 // Held returns the holder that holds the horizon past after (HeldAfter), the
-// one with the oldest xmin among them, and whether there is one.
+// one with the oldest xmin among them, and whether there is one. A slot that
+// holds only catalog_xmin comes last: it holds back the system catalogs, not
+// the tables, so a transaction held as long is the one to name.
 func (h Horizon) Held(after time.Duration) (XminHolder, bool) {
-	for _, x := range h.Holders {
-		if x.HeldAfter(after) {
-			return x, true
+	for _, catalogOnly := range []bool{false, true} {
+		for _, x := range h.Holders {
+			if (x.Holds == "catalog_xmin") == catalogOnly && x.HeldAfter(after) {
+				return x, true
+			}
 		}
 	}
 	return XminHolder{}, false

@@ -272,6 +272,14 @@ func TestHorizonHeldBounds(t *testing.T) {
 	if x, ok := h.Held(inspect.HorizonWarnAfter); !ok || x.Name != "s" {
 		t.Errorf("held by %+v, want the slot (the first held in xmin order)", x)
 	}
+	catalog := slot
+	catalog.Holds = "catalog_xmin"
+	if x, ok := (inspect.Horizon{Holders: []inspect.XminHolder{catalog, session}}).Held(inspect.HorizonWarnAfter); !ok || x.PID != 1 {
+		t.Errorf("held by %+v, want the session: a catalog_xmin slot holds back only the catalogs", x)
+	}
+	if x, ok := (inspect.Horizon{Holders: []inspect.XminHolder{catalog}}).Held(inspect.HorizonWarnAfter); !ok || x.Name != "s" {
+		t.Errorf("a catalog_xmin slot alone past the xids: held by %+v (%v)", x, ok)
+	}
 	if h.OldestAge() != session.Age || h.Oldest().PID != 2 {
 		t.Errorf("oldest age %s, oldest %+v", h.OldestAge(), h.Oldest())
 	}

@@ -21,8 +21,11 @@ func printHorizon(w io.Writer, h inspect.Horizon, after time.Duration) {
 		return
 	}
 	if x, held := h.Held(after); held {
-		fmt.Fprintf(w, "xmin horizon HELD by %s; %d dead rows in outbox_event now — vacuum of every table in the database waits for it\n",
-			holderText(x), h.OutboxDeadRows)
+		what := "vacuum of every table in the database waits for it"
+		if x.Holds == "catalog_xmin" {
+			what = "vacuum of the system catalogs waits for it"
+		}
+		fmt.Fprintf(w, "xmin horizon HELD by %s; %d dead rows in outbox_event now — %s\n", holderText(x), h.OutboxDeadRows, what)
 	} else {
 		fmt.Fprintf(w, "xmin horizon: not held (oldest transaction %s, under %s); %d dead rows in outbox_event now\n",
 			h.OldestAge(), after, h.OutboxDeadRows)
