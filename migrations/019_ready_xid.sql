@@ -19,7 +19,7 @@
 --   ALTER TABLE <schema>.outbox_event ADD COLUMN IF NOT EXISTS ready_xid xid8;
 --   CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_ready_xid_idx
 --       ON <schema>.outbox_event (ready_xid)
---       WHERE published_at IS NULL AND failed_at IS NULL AND NOT blocked;
+--       WHERE ready_xid IS NOT NULL AND published_at IS NULL AND failed_at IS NULL AND NOT blocked;
 --
 -- then run `outboxtop migrate`. A CONCURRENTLY build that failed leaves an
 -- INVALID index under its name, which IF NOT EXISTS would keep: drop it (DROP
@@ -27,6 +27,10 @@
 ALTER TABLE {{.schema}}.outbox_event ADD COLUMN IF NOT EXISTS ready_xid xid8;
 ALTER TABLE {{.schema}}.outbox_event ALTER COLUMN ready_xid SET DEFAULT pg_catalog.pg_current_xact_id();
 
+-- The predicate names ready_xid so that only a read that asks for ready_xid
+-- can use the index: beside outbox_claim_idx, whose predicate is the same
+-- otherwise, the planner (which believes a partial index of unpublished rows
+-- to be nearly empty) would read either in full for a claim's window.
 CREATE INDEX IF NOT EXISTS outbox_ready_xid_idx
     ON {{.schema}}.outbox_event (ready_xid)
-    WHERE published_at IS NULL AND failed_at IS NULL AND NOT blocked;
+    WHERE ready_xid IS NOT NULL AND published_at IS NULL AND failed_at IS NULL AND NOT blocked;

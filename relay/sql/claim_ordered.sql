@@ -44,14 +44,13 @@
 -- those over for a while (without that, a session holding a hot aggregate's
 -- head would stall every claim once that aggregate's rows fill the window) and
 -- reports the heads it keeps failing to lock.
-WITH win AS MATERIALIZED (
+WITH cands AS MATERIALIZED (
     -- At most 4 × batch claimable rows are read (c0): when nearly every
     -- aggregate with work has a batch in flight (several relays, few
     -- aggregates) a window would otherwise read the whole backlog to find
     -- nothing; bounded, it comes back short and the relay waits for a batch to
-    -- settle. The rows kept are locked through a second reference by ctid, as
-    -- they leave the sort, so only the rows taken are locked.
-    SELECT c0.event_id, c0.seq, c0.aggregate_type, c0.aggregate_id,
+    -- settle. They are read without locks; win locks them.
+    SELECT c0.tid, c0.available_at, c0.event_id, c0.seq, c0.aggregate_type, c0.aggregate_id,
            h.tid AS head_tid, h.event_id AS head_id, h.seq AS head_seq, h.ok AS head_ok, h.blocker AS head_blocker
     FROM (
         -- The head probe seeks from the aggregate's last known head, or from
@@ -76,8 +75,10 @@ WITH win AS MATERIALIZED (
                 -- claim's snapshot did not see committed (outbox_ready_xid_idx).
                 -- OFFSET 0 keeps the planner from reading these in order
                 -- from outbox_claim_idx, from its start.
-                -- Two scans of outbox_ready_xid_idx, each a seek: an OR of
-                -- the two would read the whole index.
+                -- Seeks of outbox_ready_xid_idx (its predicate names
+                -- ready_xid, so no other read chooses it): the transactions
+                -- from @xmax on, then each one of @xip. An OR of the two would
+                -- read the whole index.
                 (SELECT l.* FROM (
                     SELECT r.ctid AS tid, r.event_id, r.seq, r.aggregate_type, r.aggregate_id, r.available_at
                     FROM {{.schema}}.outbox_event r
@@ -86,12 +87,15 @@ WITH win AS MATERIALIZED (
                       AND (r.lease_until IS NULL OR r.lease_until <= now()) /* /claimable */
                       AND r.ready_xid >= @xmax::xid8
                     UNION ALL
-                    SELECT r.ctid AS tid, r.event_id, r.seq, r.aggregate_type, r.aggregate_id, r.available_at
-                    FROM {{.schema}}.outbox_event r
-                    WHERE /* claimable */ r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked
-                      AND r.available_at <= now()
-                      AND (r.lease_until IS NULL OR r.lease_until <= now()) /* /claimable */
-                      AND r.ready_xid = ANY (@xip::xid8[])
+                    SELECT r.tid, r.event_id, r.seq, r.aggregate_type, r.aggregate_id, r.available_at
+                    FROM pg_catalog.unnest(@xip::xid8[]) AS x(xid)
+                    CROSS JOIN LATERAL (
+                        SELECT r.ctid AS tid, r.event_id, r.seq, r.aggregate_type, r.aggregate_id, r.available_at
+                        FROM {{.schema}}.outbox_event r
+                        WHERE /* claimable */ r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked
+                          AND r.available_at <= now()
+                          AND (r.lease_until IS NULL OR r.lease_until <= now()) /* /claimable */
+                          AND r.ready_xid = x.xid) r
                     OFFSET 0) l
                  WHERE (l.available_at, l.seq) < (@from_at::timestamptz, @from_seq::bigint)
                    AND (l.aggregate_type, l.aggregate_id) NOT IN (SELECT * FROM unnest(@skip_types::text[], @skip_ids::text[]))
@@ -111,13 +115,23 @@ WITH win AS MATERIALIZED (
           AND h.published_at IS NULL AND h.seq >= c0.lo
         ORDER BY h.seq
         LIMIT 1) h
-    JOIN {{.schema}}.outbox_event c ON c.ctid = c0.tid
     WHERE (h.lease_until IS NULL OR h.lease_until <= now())
-      AND c.published_at IS NULL AND c.failed_at IS NULL AND NOT c.blocked
-      AND (c.lease_until IS NULL OR c.lease_until <= now())
     ORDER BY c0.available_at, c0.seq
+), win AS MATERIALIZED (
+    -- The candidates in order, each locked by ctid in its own subquery as the
+    -- limit takes it, so only the rows taken are locked, and a row another
+    -- transaction changed meanwhile is re-checked alone (a lock on a join
+    -- re-runs the whole window's scans for each such row).
+    SELECT k.event_id, k.seq, k.aggregate_type, k.aggregate_id,
+           k.head_tid, k.head_id, k.head_seq, k.head_ok, k.head_blocker
+    FROM cands k
+    CROSS JOIN LATERAL (
+        SELECT c.ctid FROM {{.schema}}.outbox_event c
+        WHERE c.ctid = k.tid
+          AND c.published_at IS NULL AND c.failed_at IS NULL AND NOT c.blocked
+          AND (c.lease_until IS NULL OR c.lease_until <= now())
+        FOR UPDATE SKIP LOCKED) c
     LIMIT @batch
-    FOR UPDATE OF c SKIP LOCKED
 ), aggs AS MATERIALIZED (
     SELECT w.aggregate_type, w.aggregate_id, w.head_tid, w.head_id, w.head_seq, w.head_ok, w.head_blocker,
            count(*)::int AS k, min(w.seq) AS first_seq,
@@ -188,13 +202,18 @@ WITH win AS MATERIALIZED (
         FOR SHARE SKIP LOCKED) b
     WHERE NOT a.head_ok AND a.head_blocker
 ), waiting AS MATERIALIZED (
+    -- Each row by its id, in a subquery of its own: as a join, the planner
+    -- (which believes a partial index of unpublished rows nearly empty) may
+    -- read outbox_claim_seq_idx in full to meet the few rows here.
     SELECT e.event_id
-    FROM win w
-    JOIN blockers b ON b.aggregate_type = w.aggregate_type AND b.aggregate_id = w.aggregate_id
-    JOIN {{.schema}}.outbox_event e ON e.event_id = w.event_id
-    WHERE e.published_at IS NULL AND e.failed_at IS NULL AND NOT e.blocked
-      AND (e.lease_until IS NULL OR e.lease_until <= now())
-    FOR UPDATE OF e SKIP LOCKED
+    FROM blockers b
+    JOIN win w ON b.aggregate_type = w.aggregate_type AND b.aggregate_id = w.aggregate_id
+    CROSS JOIN LATERAL (
+        SELECT e.event_id FROM {{.schema}}.outbox_event e
+        WHERE e.event_id = w.event_id
+          AND e.published_at IS NULL AND e.failed_at IS NULL AND NOT e.blocked
+          AND (e.lease_until IS NULL OR e.lease_until <= now())
+        FOR UPDATE SKIP LOCKED) e
 ), blocking AS (
     UPDATE {{.schema}}.outbox_event AS e
     SET blocked = true

@@ -17,16 +17,19 @@ LEFT JOIN LATERAL (
     ORDER BY r.available_at, r.seq
     LIMIT 1) p ON true
 LEFT JOIN LATERAL (
-    -- OFFSET 0: through outbox_ready_xid_idx (two seeks), not in order from
-    -- the start of outbox_claim_idx.
+    -- OFFSET 0: through outbox_ready_xid_idx (a range, then one seek per
+    -- transaction), not in order from the start of outbox_claim_idx.
     SELECT x.available_at, x.seq FROM (
         SELECT r.available_at, r.seq FROM {{.schema}}.outbox_event r
         WHERE r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked
           AND r.ready_xid >= @xmax::xid8
         UNION ALL
-        SELECT r.available_at, r.seq FROM {{.schema}}.outbox_event r
-        WHERE r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked
-          AND r.ready_xid = ANY (@xip::xid8[])
+        SELECT r.available_at, r.seq
+        FROM pg_catalog.unnest(@xip::xid8[]) AS x(xid)
+        CROSS JOIN LATERAL (
+            SELECT r.available_at, r.seq FROM {{.schema}}.outbox_event r
+            WHERE r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked
+              AND r.ready_xid = x.xid) r
         OFFSET 0) x
     ORDER BY x.available_at, x.seq
     LIMIT 1) l ON true
