@@ -74,9 +74,6 @@ func (i *Inspector) TerminateBackend(ctx context.Context, r TerminateRequest) (T
 	if !x.Backend() {
 		return TerminateResult{}, ErrNotBackend
 	}
-	if x.Hidden || x.BackendStart == nil {
-		return TerminateResult{}, ErrHolderHidden
-	}
 	actor := r.Actor
 	if actor == "" {
 		actor = DefaultActor(nil)
@@ -88,6 +85,9 @@ func (i *Inspector) TerminateBackend(ctx context.Context, r TerminateRequest) (T
 	}
 	if !may {
 		return TerminateResult{}, ErrNotOperator
+	}
+	if x.Hidden || x.BackendStart == nil {
+		return TerminateResult{}, ErrHolderHidden
 	}
 	var ended bool
 	err := i.pool.QueryRow(ctx, `SELECT pg_catalog.pg_terminate_backend(a.pid, $4)

@@ -68,8 +68,12 @@ func holderText(x inspect.XminHolder) string {
 		fmt.Fprintf(&b, "prepared transaction %s (owner %s), open %s, xmin %d transactions old", clean(x.Name), clean(x.User), x.Age, x.XminAge)
 		return b.String()
 	}
+	state := clean(x.State)
+	if x.Hidden {
+		state = "state hidden"
+	}
 	fmt.Fprintf(&b, "%s pid %d user %s application %s client %s (%s)", x.Kind, x.PID, clean(x.User),
-		clean(orDash(x.Application)), hidden(orDash(x.Client)), hidden(clean(x.State)))
+		clean(orDash(x.Application)), hidden(orDash(x.Client)), state)
 	if x.Kind != inspect.HolderStandby {
 		fmt.Fprintf(&b, ", open %s", hidden(x.Age.String()))
 	}
