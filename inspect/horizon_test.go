@@ -200,6 +200,12 @@ func TestHorizonNamesEachHolderKind(t *testing.T) {
 		hrr.PID != rr.PID || hrr.User != "postgres" || hrr.Application != "nightly-report" {
 		t.Errorf("another role's report, seen without pg_read_all_stats: %+v", hrr)
 	}
+	if _, err := pin.TerminateBackend(ctx, inspect.TerminateRequest{Holder: hrr, Actor: "peeker"}); !errors.Is(err, inspect.ErrNotOperator) {
+		t.Errorf("ending a backend without EXECUTE on the audit function: %v, want ErrNotOperator", err)
+	}
+	if _, err := pool.Exec(ctx, `GRANT EXECUTE ON FUNCTION outboxtop_audit_terminate(text, text, jsonb) TO peeker`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pin.TerminateBackend(ctx, inspect.TerminateRequest{Holder: hrr, Actor: "peeker"}); !errors.Is(err, inspect.ErrHolderHidden) {
 		t.Errorf("ending a hidden backend: %v, want ErrHolderHidden", err)
 	}
