@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"encoding/json"
 	"math"
 	"sync"
 	"time"
@@ -113,16 +114,20 @@ func (h *headHints) note(types, ids []string, seqs []int64) {
 	}
 }
 
-// args are the hints as the claim's @hint_types, @hint_ids, @hint_seqs.
-func (h *headHints) args() (types, ids []string, seqs []int64) {
-	n := len(h.cur) + len(h.old)
-	types, ids, seqs = make([]string, 0, n), make([]string, 0, n), make([]int64, 0, n)
-	for _, m := range []map[aggregateKey]int64{h.old, h.cur} {
-		for k, s := range m {
-			types, ids, seqs = append(types, k.typ), append(ids, k.id), append(seqs, s)
+// arg is the hints as the claim's @hints: {aggregate_type: {aggregate_id: seq}},
+// encoded as JSON.
+func (h *headHints) arg() string {
+	m := map[string]map[string]int64{}
+	for _, g := range []map[aggregateKey]int64{h.old, h.cur} {
+		for k, s := range g {
+			if m[k.typ] == nil {
+				m[k.typ] = map[string]int64{}
+			}
+			m[k.typ][k.id] = s
 		}
 	}
-	return types, ids, seqs
+	b, _ := json.Marshal(m) // strings and integers: cannot fail
+	return string(b)
 }
 
 // deepEvery is how often a claim reads from the start of the index: twice the

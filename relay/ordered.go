@@ -149,7 +149,7 @@ func (r *Relay) claimArgs(token uuid.UUID, n int, now time.Time) (pgx.StrictName
 		"from_at": fromAt, "from_seq": fromSeq, "xmax": xmax, "xip": xip}
 	if r.cfg.Ordering == OrderAggregate {
 		args["skip_types"], args["skip_ids"] = r.heads.skipped(now)
-		args["hint_types"], args["hint_ids"], args["hint_seqs"] = r.hints.args()
+		args["hints"] = r.hints.arg()
 	}
 	return args, deep
 }

@@ -6,9 +6,11 @@
 -- heads.go). @from_at and @from_seq: where the window starts reading
 -- outbox_claim_idx, and @xmax and @xip the previous claim's snapshot, whose
 -- unseen transactions may have made rows claimable behind that position (see
--- claimCursor in cursor.go). @hint_types, @hint_ids and @hint_seqs: the heads
--- this relay last found for some aggregates; every event of an aggregate
--- before its head was published, so its head probe seeks from there.
+-- claimCursor in cursor.go). @hints: the heads this relay last found, as a
+-- jsonb object {aggregate_type: {aggregate_id: seq}} (a lookup in it is a
+-- binary search; a join with arrays of thousands ran as a nested loop over
+-- them, seconds a claim); every event of an aggregate before its head was
+-- published, so its head probe seeks from there.
 --
 -- Ready (wire.ReadySQL) is restated where marked /* ready */ … /* /ready */:
 -- the window's conditions must name the columns of outbox_claim_idx's
@@ -56,7 +58,8 @@ WITH cands AS MATERIALIZED (
         -- The head probe seeks from the aggregate's last known head, or from
         -- its first row in the window if that is lower (a row committed
         -- late): one bound per aggregate, so each has one head.
-        SELECT u.*, least(coalesce(hint.seq, 0), min(u.seq) OVER (PARTITION BY u.aggregate_type, u.aggregate_id)) AS lo
+        SELECT u.*, least(coalesce((@hints::jsonb -> u.aggregate_type ->> u.aggregate_id)::bigint, 0),
+                          min(u.seq) OVER (PARTITION BY u.aggregate_type, u.aggregate_id)) AS lo
         FROM (
             SELECT * FROM (
                 -- From the position on: what is new since the last claim, and
@@ -95,16 +98,15 @@ WITH cands AS MATERIALIZED (
                         WHERE /* claimable */ r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked
                           AND r.available_at <= now()
                           AND (r.lease_until IS NULL OR r.lease_until <= now()) /* /claimable */
-                          AND r.ready_xid = x.xid) r
+                          AND r.ready_xid = x.xid
+                        OFFSET 0) r
                     OFFSET 0) l
                  WHERE (l.available_at, l.seq) < (@from_at::timestamptz, @from_seq::bigint)
                    AND (l.aggregate_type, l.aggregate_id) NOT IN (SELECT * FROM unnest(@skip_types::text[], @skip_ids::text[]))
                  ORDER BY l.available_at, l.seq
                  LIMIT 4 * @batch)) w
             ORDER BY w.available_at, w.seq
-            LIMIT 4 * @batch) u
-        LEFT JOIN unnest(@hint_types::text[], @hint_ids::text[], @hint_seqs::bigint[]) AS hint(aggregate_type, aggregate_id, seq)
-            ON hint.aggregate_type = u.aggregate_type AND hint.aggregate_id = u.aggregate_id) c0
+            LIMIT 4 * @batch) u) c0
     CROSS JOIN LATERAL (
         SELECT h.ctid AS tid, h.event_id, h.seq, h.lease_until,
                /* unpublished ready */ h.failed_at IS NULL AND h.available_at <= now()

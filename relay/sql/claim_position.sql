@@ -29,7 +29,8 @@ LEFT JOIN LATERAL (
         CROSS JOIN LATERAL (
             SELECT r.available_at, r.seq FROM {{.schema}}.outbox_event r
             WHERE r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked
-              AND r.ready_xid = x.xid) r
+              AND r.ready_xid = x.xid
+            OFFSET 0) r
         OFFSET 0) x
     ORDER BY x.available_at, x.seq
     LIMIT 1) l ON true

@@ -38,7 +38,8 @@ WITH cand AS MATERIALIZED (
             CROSS JOIN LATERAL (
                 SELECT r.ctid, r.available_at, r.seq FROM {{.schema}}.outbox_event r
                 WHERE r.ready_xid = x.xid
-                  AND r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked) r
+                  AND r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked
+                OFFSET 0) r
             OFFSET 0) l
          WHERE (l.available_at, l.seq) < (@from_at::timestamptz, @from_seq::bigint)
          ORDER BY l.available_at, l.seq
