@@ -59,11 +59,16 @@ func (m *Model) horizonLine(w int, since time.Duration) string {
 	case x.Hidden:
 		head, tail = fmt.Sprintf("horizon held (%s) by pid %d ", xids, x.PID), " (age hidden)"+dead
 	case x.Kind == inspect.HolderStandby:
-		head, tail = fmt.Sprintf("horizon held by standby pid %d ", x.PID), " (feedback, "+xids+")"+dead
+		head, tail = fmt.Sprintf("horizon held by standby pid %d ", x.PID), " ("+xids+")"+dead
 	default:
 		head, tail = fmt.Sprintf("horizon held %s by pid %d ", age(x.Age.Duration()+since), x.PID), " ("+shortState(h.state)+")"+dead
 	}
-	if x.Backend() {
+	switch {
+	case x.Kind == inspect.HolderStandby:
+		// Ending the walsender only makes the standby reconnect: the query
+		// holding the xmin runs on the standby.
+		tail += " · end on standby"
+	case x.Backend():
 		if m.keys.Terminate.Enabled() {
 			tail += " · T end it"
 		} else {

@@ -73,3 +73,15 @@ func TestHorizonReadOnly(t *testing.T) {
 		t.Errorf("T in read-only:\n%s", got)
 	}
 }
+
+// A standby's feedback is ended on the standby: the line says so instead of T.
+func TestHorizonLineStandby(t *testing.T) {
+	t.Parallel()
+	c := overviewCases()[2]
+	x := inspect.XminHolder{Kind: inspect.HolderStandby, PID: 77, User: "replicator", Application: "standby_b", State: "streaming",
+		XminAge: inspect.HorizonHeldXids + 5}
+	_, screen := drawOverview(t, overviewCase{name: "standby", snap: withHorizon(c.snap, x)}, 80, 24)
+	if want := "horizon held by standby pid 77 replicato… (1M xids) · 630k dead · end on standby"; !strings.Contains(screen, want) {
+		t.Errorf("no %q:\n%s", want, screen)
+	}
+}

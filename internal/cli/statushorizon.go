@@ -99,6 +99,9 @@ func endHint(x inspect.XminHolder) string {
 		return "ROLLBACK PREPARED (or COMMIT PREPARED) " + quoteLiteral(tui.Sanitize(x.Name)) + " as its owner or a superuser"
 	case inspect.HolderSlot:
 		return "SELECT pg_drop_replication_slot(" + quoteLiteral(tui.Sanitize(x.Name)) + ") once nothing needs it (or bring its reader back)"
+	case inspect.HolderStandby:
+		return fmt.Sprintf("end the long query on the standby %s, or set hot_standby_feedback off there; outboxtop terminate-backend --pid %d only makes it reconnect and send its feedback again",
+			short(tui.Sanitize(x.Application), 40), x.PID)
 	}
 	return fmt.Sprintf("outboxtop terminate-backend --pid %d (or the console's T)", x.PID)
 }
