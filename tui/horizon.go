@@ -53,7 +53,11 @@ func (m *Model) horizonLine(w int, since time.Duration) string {
 	var head, tail string
 	switch {
 	case x.Kind == inspect.HolderSlot:
-		head, tail = "horizon held by slot ", fmt.Sprintf(" (%s, %s)%s · drop it", x.Holds, xids, dead)
+		end := " · drop it"
+		if x.SlotActive != nil && *x.SlotActive && x.Holds == "xmin" {
+			end = " · end on standby" // a standby's hot_standby_feedback sets it
+		}
+		head, tail = "horizon held by slot ", fmt.Sprintf(" (%s, %s)%s", x.Holds, xids, dead)+end
 	case x.Kind == inspect.HolderPrepared:
 		head, tail = "horizon held "+age(x.Age.Duration()+since)+" by prepared xact ", dead+" · ROLLBACK PREPARED"
 	case x.Hidden:

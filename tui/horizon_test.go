@@ -85,3 +85,17 @@ func TestHorizonLineStandby(t *testing.T) {
 		t.Errorf("no %q:\n%s", want, screen)
 	}
 }
+
+// An active physical slot's xmin is a standby's feedback: ended on the standby,
+// not by dropping the slot.
+func TestHorizonLineActiveSlot(t *testing.T) {
+	t.Parallel()
+	c := overviewCases()[2]
+	active := true
+	x := inspect.XminHolder{Kind: inspect.HolderSlot, Name: "standby_b", SlotType: "physical", Holds: "xmin", SlotActive: &active,
+		XminAge: inspect.HorizonHeldXids + 5}
+	_, screen := drawOverview(t, overviewCase{name: "active slot", snap: withHorizon(c.snap, x)}, 80, 24)
+	if want := "horizon held by slot standby_b (xmin, 1M xids) · 630k dead · end on standby"; !strings.Contains(screen, want) {
+		t.Errorf("no %q:\n%s", want, screen)
+	}
+}

@@ -98,6 +98,10 @@ func endHint(x inspect.XminHolder) string {
 	case inspect.HolderPrepared:
 		return "ROLLBACK PREPARED (or COMMIT PREPARED) " + quoteLiteral(tui.Sanitize(x.Name)) + " as its owner or a superuser"
 	case inspect.HolderSlot:
+		if x.SlotActive != nil && *x.SlotActive && x.Holds == "xmin" {
+			// A standby reads the slot: its hot_standby_feedback sets the xmin.
+			return "the standby reading slot " + quoteLiteral(tui.Sanitize(x.Name)) + " sends this xmin (hot_standby_feedback): end the long query there, or set hot_standby_feedback off"
+		}
 		return "SELECT pg_drop_replication_slot(" + quoteLiteral(tui.Sanitize(x.Name)) + ") once nothing needs it (or bring its reader back)"
 	case inspect.HolderStandby:
 		return fmt.Sprintf("end the long query on the standby %s, or set hot_standby_feedback off there; outboxtop terminate-backend --pid %d only makes it reconnect and send its feedback again",
