@@ -52,7 +52,7 @@ func TestStatusHorizonAndTerminateBackend(t *testing.T) {
 		t.Fatalf("no holder: exit %d\n%s", r.code, r.out)
 	}
 
-	report := openHolder(t, dsn, "nightly-report", `BEGIN ISOLATION LEVEL REPEATABLE READ`, `SELECT count(*) FROM outbox_event`)
+	report := openHolder(t, dsn, "nightly-report", `BEGIN ISOLATION LEVEL REPEATABLE READ`, "SELECT count(*) FROM outbox_event -- \x1b[2J\u202e")
 	rpid := report.PgConn().PID()
 	time.Sleep(300 * time.Millisecond)
 	r = run(t, env, append(quiet, "--warn-horizon", "100ms", "--crit-horizon", "1h")...)
@@ -64,12 +64,15 @@ func TestStatusHorizonAndTerminateBackend(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf("\nxmin horizon HELD by session pid %d user postgres application nightly-report client 127.0.0.1 (idle in transaction), open ", rpid),
 		"dead rows in outbox_event now — vacuum of every table in the database waits for it",
-		"\n    query: SELECT count(*) FROM outbox_event\n",
+		"\n    query: SELECT count(*) FROM outbox_event -- ^[[2J<U+202E>\n", // the query's text sanitized
 		fmt.Sprintf("\nto end it: outboxtop terminate-backend --pid %d (or the console's T)\n", rpid),
 	} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("report lacks %q:\n%s", want, r.out)
 		}
+	}
+	if strings.ContainsAny(r.out, "\x1b\u202e") {
+		t.Errorf("raw escape or bidi control in the report:\n%q", r.out)
 	}
 	if r := run(t, env, append(quiet, "--warn-horizon", "100ms", "--crit-horizon", "200ms")...); r.code != ExitCritical {
 		t.Errorf("past --crit-horizon: exit %d\n%s", r.code, r.out)
