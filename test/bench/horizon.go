@@ -483,7 +483,7 @@ func claimExplain(ctx context.Context, conn *pgx.Conn, ord relay.Ordering) strin
 	d := relay.DefaultConfig
 	values := func(deep bool) map[string]any {
 		v := map[string]any{"batch": d.BatchSize, "token": uuid.New(), "lease_ms": d.Lease.Milliseconds(), "holder": "bench",
-			"skip_types": []string{}, "skip_ids": []string{}, "hint_types": []string{}, "hint_ids": []string{}, "hint_seqs": []int64{},
+			"skip_types": []string{}, "skip_ids": []string{}, "hints": "{}",
 			"from_at": pgtype.Timestamptz{Time: time.Now().Add(-time.Second), Valid: true}, "from_seq": int64(math.MinInt64),
 			"xmax": &xmax, "xip": xip}
 		if deep {
