@@ -56,10 +56,12 @@ WITH cands AS MATERIALIZED (
            h.tid AS head_tid, h.event_id AS head_id, h.seq AS head_seq, h.ok AS head_ok, h.blocker AS head_blocker
     FROM (
         -- The head probe seeks from the aggregate's last known head, or from
-        -- its first row in the window if that is lower (a row committed
-        -- late): one bound per aggregate, so each has one head.
-        SELECT u.*, least(coalesce((@hints::jsonb -> u.aggregate_type ->> u.aggregate_id)::bigint, 0),
-                          min(u.seq) OVER (PARTITION BY u.aggregate_type, u.aggregate_id)) AS lo
+        -- the row itself if that is lower (a row committed late, which then
+        -- may be its own head: its run and the run from the known head are
+        -- claimed together and published in seq order). Row by row, in the
+        -- window's order: no window function, which would sort the window
+        -- and make every row's probe run before the first is locked.
+        SELECT u.*, least(coalesce((@hints::jsonb -> u.aggregate_type ->> u.aggregate_id)::bigint, 0), u.seq) AS lo
         FROM (
             SELECT * FROM (
                 -- From the position on: what is new since the last claim, and
