@@ -159,3 +159,25 @@ func TestClaimCostDoesNotGrowWithAHeldHorizon(t *testing.T) {
 		})
 	}
 }
+
+// The claim's transaction runs without JIT: the claim's estimated cost passes
+// jit_above_cost beside a storm, and compiling it cost more than running it
+// (305 of 336 ms).
+func TestClaimTransactionHasNoJIT(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.relay(t, b.config())
+	ctx := context.Background()
+	tx, _, err := r.beginClaim(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var jit string
+	if err := tx.QueryRow(ctx, "SHOW jit").Scan(&jit); err != nil {
+		t.Fatal(err)
+	}
+	if jit != "off" {
+		t.Errorf("jit is %q in the claim's transaction", jit)
+	}
+}

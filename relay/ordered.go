@@ -178,9 +178,9 @@ func (r *Relay) beginClaim(ctx context.Context) (pgx.Tx, snapshotSeen, error) {
 		return nil, snap, err
 	}
 	ms := r.cfg.LockTimeout.Milliseconds()
-	var a, b, c string
+	var set [4]string
 	if err := tx.QueryRow(ctx, r.sql.claimTimeouts, fmt.Sprintf("%dms", ms), fmt.Sprintf("%dms", 2*ms)).
-		Scan(&a, &b, &c, &snap.xmax, &snap.xip); err != nil {
+		Scan(&set[0], &set[1], &set[2], &set[3], &snap.xmax, &snap.xip); err != nil {
 		tx.Rollback(context.WithoutCancel(ctx))
 		return nil, snap, fmt.Errorf("setting claim timeouts: %w", err)
 	}
