@@ -3,9 +3,7 @@ package inspect_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
@@ -56,18 +54,7 @@ func BenchmarkSnapshotHeldHorizon(b *testing.B) {
 			if _, err := in.Snapshot(ctx); err != nil {
 				b.Fatal(err)
 			}
-			var took []time.Duration
-			b.ResetTimer()
-			for b.Loop() {
-				start := time.Now()
-				if _, err := in.Snapshot(ctx); err != nil {
-					b.Fatal(err)
-				}
-				took = append(took, time.Since(start))
-			}
-			b.StopTimer()
-			slices.Sort(took)
-			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "median-ms")
+			snapshotMedian(ctx, b, in)
 		})
 	}
 }
