@@ -160,10 +160,11 @@ func TestClaimCostDoesNotGrowWithAHeldHorizon(t *testing.T) {
 	}
 }
 
-// The claim's transaction runs without JIT: the claim's estimated cost passes
-// jit_above_cost beside a storm, and compiling it cost more than running it
-// (305 of 336 ms).
-func TestClaimTransactionHasNoJIT(t *testing.T) {
+// The claim's transaction runs without JIT (the claim's estimated cost passes
+// jit_above_cost beside a storm, and compiling it cost more than running it:
+// 305 of 336 ms) and without sorts where an index gives the order (a full read
+// of outbox_claim_seq_idx and a sort, where outbox_claim_idx seeks in order).
+func TestClaimTransactionSettings(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := b.relay(t, b.config())
@@ -173,11 +174,13 @@ func TestClaimTransactionHasNoJIT(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	var jit string
-	if err := tx.QueryRow(ctx, "SHOW jit").Scan(&jit); err != nil {
-		t.Fatal(err)
-	}
-	if jit != "off" {
-		t.Errorf("jit is %q in the claim's transaction", jit)
+	for _, setting := range []string{"jit", "enable_sort"} {
+		var v string
+		if err := tx.QueryRow(ctx, "SHOW "+setting).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v != "off" {
+			t.Errorf("%s is %q in the claim's transaction", setting, v)
+		}
 	}
 }

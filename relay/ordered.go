@@ -178,9 +178,9 @@ func (r *Relay) beginClaim(ctx context.Context) (pgx.Tx, snapshotSeen, error) {
 		return nil, snap, err
 	}
 	ms := r.cfg.LockTimeout.Milliseconds()
-	var set [4]string
+	var set [5]string
 	if err := tx.QueryRow(ctx, r.sql.claimTimeouts, fmt.Sprintf("%dms", ms), fmt.Sprintf("%dms", 2*ms)).
-		Scan(&set[0], &set[1], &set[2], &set[3], &snap.xmax, &snap.xip); err != nil {
+		Scan(&set[0], &set[1], &set[2], &set[3], &set[4], &snap.xmax, &snap.xip); err != nil {
 		tx.Rollback(context.WithoutCancel(ctx))
 		return nil, snap, fmt.Errorf("setting claim timeouts: %w", err)
 	}
