@@ -12,9 +12,9 @@ import (
 // BenchmarkSnapshotHeldHorizon: a Snapshot of a small live queue (1,000 ready
 // events in 100 aggregates) after 0 or 300,000 events were inserted and
 // published behind a held REPEATABLE READ snapshot, whose dead versions and
-// index entries nothing can remove. The snapshot reads its indexes from their
-// start (the relay's claims seek from a position; the snapshot does not yet),
-// so this measures what a held horizon costs the console and status.
+// index entries nothing can remove. A long-lived Inspector, as here and in the
+// console, reads from what its previous snapshot saw (floor.go); the one-shot
+// status reads from the start.
 //
 //	go test -run '^$' -bench BenchmarkSnapshotHeldHorizon -benchtime 10x ./inspect/
 func BenchmarkSnapshotHeldHorizon(b *testing.B) {

@@ -61,6 +61,8 @@ type Inspector struct {
 	outbox, archive, consumed, audit, relays string
 	// caps bounds what a Snapshot reads (nil: defaultCaps); tests set smaller ones.
 	caps *snapCaps
+	// floor: where the next Snapshot's pass starts (floor.go).
+	floor floorState
 }
 
 // Option configures an Inspector.

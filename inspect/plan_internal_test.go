@@ -183,10 +183,11 @@ func TestRelaysSnapshotCost(t *testing.T) {
 	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off; SET LOCAL jit = off"); err != nil { // as Snapshot does
 		t.Fatal(err)
 	}
-	plan := explain(t, tx, "(ANALYZE, TIMING OFF) "+in.passSQL(), defaultCaps.scan+1, defaultCaps.probe+1)
+	plan := explain(t, tx, "(ANALYZE, TIMING OFF) "+in.passSQL(), append([]any{defaultCaps.scan + 1, defaultCaps.probe + 1}, (*snapFloor)(nil).passArgs()...)...)
 	checkPlan(t, "the snapshot's pass", plan, []string{"outbox_event"}, []string{"outbox_claim_seq_idx"})
 	for _, line := range strings.Split(plan, "\n") {
-		if strings.Contains(line, "outbox_claim_seq_idx") && !strings.Contains(line, fmt.Sprintf("rows=%d ", defaultCaps.scan+1)) {
+		if strings.Contains(line, "outbox_claim_seq_idx") && !strings.Contains(line, "never executed") &&
+			!strings.Contains(line, fmt.Sprintf("rows=%d ", defaultCaps.scan+1)) {
 			t.Errorf("the pass read more than caps.scan+1 rows:\n%s", plan)
 		}
 	}

@@ -18,18 +18,63 @@ import (
 // leased) lets the relay go on.
 const headBlocksSQL = `(p.failed_at IS NOT NULL OR (p.available_at > now() AND (p.lease_until IS NULL OR p.lease_until <= now())))`
 
-// passSQL reads at most $1 unpublished, not failed rows in seq order
-// (outbox_claim_seq_idx). It returns two kinds of rows: groups by event type,
-// state, attempts bucket and, for leased rows, the relay holding them
-// (lease_holder, ” when unnamed); and, first column true, the aggregates of
-// those rows, at most $2, most ready rows first, each with its head (one probe
-// of outbox_aggregate_idx) and whether that head blocks it.
+// passSQL reads the first $1 unpublished, not failed rows in seq order: those
+// from seq $3 on (outbox_claim_seq_idx), the late rows below $3 (rows that the
+// transactions from xid $4 on and those in $5 made unpublished or not failed,
+// outbox_ready_xid_idx and outbox_stopped_xid_idx), and those of seqs $7 (see
+// floor.go). It returns
+// four kinds of rows, by its first column: 0, groups by event type, state,
+// attempts bucket and, for leased rows, the relay holding them (lease_holder,
+// ” when unnamed); 1, the aggregates of those rows, at most $2, most ready rows
+// first, each with its head (one probe of outbox_aggregate_idx, from the head
+// $6 remembers for it or its first late row, whichever is first; from its
+// start when $6 has none) and
+// whether that head blocks it (not from its first row read: a failed head is
+// not among them); 2, each aggregate of the late rows (failed too)
+// and its first late row; 3, one row: the seqs of the rows read, in order.
 func (i *Inspector) passSQL() string {
-	return `WITH s AS MATERIALIZED (
+	cols := `seq, event_type, aggregate_type, aggregate_id, created_at, available_at, lease_holder, lease_token, lease_until, attempts, failed_at`
+	// Through outbox_ready_xid_idx (not failed, not blocked) and
+	// outbox_stopped_xid_idx (failed or blocked), each with the predicate of
+	// its index: the transactions from $4 on, then each one of $5. OFFSET 0
+	// keeps each read to its own seeks (an OR would read a whole index).
+	late := func(xid string) string {
+		return `SELECT ` + cols + ` FROM ` + i.outbox + ` r WHERE r.ready_xid ` + xid + `
+					AND r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked OFFSET 0`
+	}
+	stopped := func(xid string) string {
+		return `SELECT ` + cols + ` FROM ` + i.outbox + ` r WHERE r.ready_xid ` + xid + `
+					AND r.published_at IS NULL AND (r.failed_at IS NOT NULL OR r.blocked) OFFSET 0`
+	}
+	return `WITH late AS MATERIALIZED (
+			SELECT l.* FROM (
+				(` + late(">= $4::xid8") + `)
+				UNION ALL (` + stopped(">= $4::xid8") + `)
+				UNION ALL
+				SELECT r.* FROM pg_catalog.unnest($5::xid8[]) AS x(xid) CROSS JOIN LATERAL (
+					(` + late("= x.xid") + `)
+					UNION ALL (` + stopped("= x.xid") + `)) r
+				OFFSET 0) l
+		), lm AS MATERIALIZED (
+			SELECT aggregate_type, aggregate_id, min(seq) AS seq FROM late GROUP BY aggregate_type, aggregate_id
+		), s AS MATERIALIZED (
 			SELECT seq, event_type, aggregate_type, aggregate_id, created_at, available_at, lease_holder,
 				` + stateCase + ` AS state, ` + attemptsBucketSQL() + ` AS bucket,
 				lease_token IS NOT NULL AND lease_until <= now() AS expired
-			FROM ` + i.outbox + ` WHERE published_at IS NULL AND failed_at IS NULL
+			FROM (
+				SELECT *, NULL::timestamptz AS published_at FROM late WHERE failed_at IS NULL AND seq < $3
+				UNION ALL
+				(SELECT ` + cols + `, published_at FROM ` + i.outbox + ` WHERE published_at IS NULL AND failed_at IS NULL AND seq >= $3
+				 ORDER BY seq LIMIT $1)
+				UNION ALL
+				-- The rows seen before, each looked up again (outbox_claim_seq_idx),
+				-- but for the late ones, read above.
+				SELECT r.* FROM pg_catalog.unnest($7::bigint[]) AS q(seq) CROSS JOIN LATERAL (
+					SELECT ` + cols + `, published_at FROM ` + i.outbox + ` r
+					WHERE r.seq = q.seq AND r.published_at IS NULL AND r.failed_at IS NULL
+						AND NOT coalesce(r.ready_xid >= $4::xid8 OR r.ready_xid = ANY ($5::xid8[]), false)
+					OFFSET 0) r
+			) u
 			ORDER BY seq LIMIT $1
 		), a AS MATERIALIZED (
 			SELECT aggregate_type, aggregate_id, count(*) FILTER (WHERE state = 'ready') AS ready, min(seq) AS first,
@@ -37,19 +82,27 @@ func (i *Inspector) passSQL() string {
 			FROM s GROUP BY aggregate_type, aggregate_id
 			ORDER BY 3 DESC, 4 LIMIT $2
 		)
-		SELECT false, event_type, state, bucket, count(*), count(*) FILTER (WHERE expired),
+		SELECT 0, event_type, state, bucket, count(*), count(*) FILTER (WHERE expired),
 			coalesce(` + nullAge("min(created_at)") + `, 0),
 			coalesce(` + nullAge("min(greatest(created_at, available_at))") + `, 0),
 			` + finite("min(available_at)") + `, CASE WHEN state = 'leased' THEN coalesce(lease_holder, '') END,
-			NULL::text, NULL::text, NULL::bigint, NULL::boolean, NULL::float8
+			NULL::text, NULL::text, NULL::bigint, NULL::boolean, NULL::float8, NULL::bigint[]
 		FROM s GROUP BY event_type, state, bucket, 10
 		UNION ALL
-		SELECT true, NULL, NULL, NULL, a.ready, NULL, NULL, NULL, NULL, NULL,
-			a.aggregate_type, a.aggregate_id, h.seq, h.blocks, ` + nullAge("a.ready_since") + `
-		FROM a CROSS JOIN LATERAL (
+		SELECT 1, NULL, NULL, NULL, a.ready, NULL, NULL, NULL, NULL, NULL,
+			a.aggregate_type, a.aggregate_id, h.seq, h.blocks, ` + nullAge("a.ready_since") + `, NULL
+		FROM a LEFT JOIN lm ON lm.aggregate_type = a.aggregate_type AND lm.aggregate_id = a.aggregate_id
+		CROSS JOIN LATERAL (SELECT ($6::jsonb -> a.aggregate_type ->> a.aggregate_id)::bigint AS seq) hint
+		CROSS JOIN LATERAL (
 			SELECT p.seq, ` + headBlocksSQL + ` AS blocks FROM ` + i.outbox + ` p
 			WHERE p.published_at IS NULL AND p.aggregate_type = a.aggregate_type AND p.aggregate_id = a.aggregate_id
-			ORDER BY p.seq LIMIT 1) h`
+				AND p.seq >= CASE WHEN hint.seq IS NULL THEN ` + minSeq + ` ELSE least(hint.seq, lm.seq) END
+			ORDER BY p.seq LIMIT 1) h
+		UNION ALL
+		SELECT 2, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, aggregate_type, aggregate_id, seq, NULL, NULL, NULL FROM lm
+		UNION ALL
+		SELECT 3, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+			coalesce((SELECT array_agg(seq ORDER BY seq) FROM s), '{}')`
 }
 
 // nullAge is ageSeconds of col, NULL when col is (an infinite time stored
@@ -76,6 +129,7 @@ type unpublished struct {
 	probedAll bool     // every aggregate of the scanned rows was probed
 	probes    []probed // most ready rows first
 	countOnly bool     // snapBlocked counts the blocked aggregates, lists none (Backlog)
+	heads     []byte   // jsonb {type: {id: seq}}: no unpublished row of the aggregate is before seq
 }
 
 // snapUnpublished counts the unpublished rows by state. The scan (passSQL)
@@ -87,7 +141,9 @@ type unpublished struct {
 // rows are counted by snapFailed.
 func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot, u *unpublished) error {
 	cp := i.snapCaps()
-	rows, err := tx.Query(ctx, i.passSQL(), cp.scan+1, cp.probe+1)
+	began := time.Now()
+	floor := i.floor.get(began)
+	rows, err := tx.Query(ctx, i.passSQL(), append([]any{cp.scan + 1, cp.probe + 1}, floor.passArgs()...)...)
 	if err != nil {
 		return err
 	}
@@ -95,8 +151,10 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot,
 	s.Attempts = append([]AttemptsBucket(nil), attemptBuckets...)
 	byType := map[string]*TypeCounts{}
 	var read int64
+	var seqs []int64
+	lateMin := map[aggKey]int64{}
 	for rows.Next() {
-		var isAgg bool
+		var kind int
 		var eventType, state, aggType, aggID *string
 		var bucket *int
 		var n int64
@@ -106,11 +164,18 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot,
 		var holder *string
 		var headSeq *int64
 		var blocks *bool
-		if err := rows.Scan(&isAgg, &eventType, &state, &bucket, &n, &expired, &createdAge, &readyAge, &minAvailable,
-			&holder, &aggType, &aggID, &headSeq, &blocks, &readySince); err != nil {
+		if err := rows.Scan(&kind, &eventType, &state, &bucket, &n, &expired, &createdAge, &readyAge, &minAvailable,
+			&holder, &aggType, &aggID, &headSeq, &blocks, &readySince, &seqs); err != nil {
 			return err
 		}
-		if isAgg {
+		switch kind {
+		case 2:
+			lateMin[aggKey{*aggType, *aggID}] = *headSeq
+			continue
+		case 3:
+			continue
+		}
+		if kind == 1 {
 			p := probed{key: aggKey{*aggType, *aggID}, ready: n, headSeq: *headSeq, blocks: *blocks}
 			u.probes = append(u.probes, p)
 			if p.ready > 0 && !p.blocks && readySince != nil {
@@ -153,7 +218,16 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot,
 		return err
 	}
 	rows.Close()
+	var snapXmax uint64
+	var snapXip []uint64
+	if err := tx.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot()), ARRAY(SELECT pg_snapshot_xip(pg_current_snapshot()))`).
+		Scan(&snapXmax, &snapXip); err != nil {
+		return err
+	}
 	u.covered = read <= int64(cp.scan)
+	next := floor.next(began, snapXmax, snapXip, seqs, u.covered, lateMin, u.probes)
+	i.floor.set(next)
+	u.heads = next.headsJSON()
 	u.probedAll = len(u.probes) <= cp.probe
 	// Most ready rows first: all the aggregates with ready rows were probed when
 	// all were, or when the last one probed has none.
@@ -418,6 +492,34 @@ func (i *Inspector) snapFailed(ctx context.Context, tx pgx.Tx, s *Snapshot, byTy
 	return nil
 }
 
+// blockersSQL reads the oldest $1 failures and the soonest $1 retries, each
+// with whether it heads its aggregate, and how many of each it read.
+func (i *Inspector) blockersSQL() string {
+	// A row heads its aggregate when no unpublished row of it comes before,
+	// from the head the pass knows on ($2, u.heads).
+	head := `NOT EXISTS (SELECT 1 FROM ` + i.outbox + ` p
+			WHERE p.published_at IS NULL AND p.aggregate_type = r.aggregate_type AND p.aggregate_id = r.aggregate_id
+			AND p.seq < r.seq AND p.seq >= coalesce(($2::jsonb -> r.aggregate_type ->> r.aggregate_id)::bigint, ` + minSeq + `))`
+	return `WITH failed_read AS MATERIALIZED (
+			SELECT aggregate_type, aggregate_id, seq, ` + head + ` AS head FROM ` + i.outbox + ` r WHERE ` + wire.FailedSQL + `
+			ORDER BY failed_at, seq LIMIT $1
+		), scheduled_read AS MATERIALIZED (
+			-- OFFSET 0: along outbox_ready_idx from now(), filtered as it goes.
+			-- Planned whole, the planner (which believes a partial index of
+			-- unpublished rows nearly empty) read outbox_claim_seq_idx in full
+			-- and sorted: 10,000 buffers behind a held horizon for no row.
+			SELECT aggregate_type, aggregate_id, seq, ` + head + ` AS head
+			FROM (SELECT * FROM ` + i.outbox + ` WHERE published_at IS NULL AND available_at > now()
+				ORDER BY available_at, created_at, event_id OFFSET 0) r
+			WHERE ` + wire.ScheduledSQL + `
+			LIMIT $1
+		)
+		SELECT aggregate_type, aggregate_id, seq FROM failed_read WHERE head
+		UNION ALL SELECT aggregate_type, aggregate_id, seq FROM scheduled_read WHERE head
+		UNION ALL SELECT NULL, 'failed', (SELECT count(*) FROM failed_read)
+		UNION ALL SELECT NULL, 'scheduled', (SELECT count(*) FROM scheduled_read)`
+}
+
 // snapBlocked counts the blocked aggregates and lists the BlockedLimit that do
 // the most harm. The blockers come from three reads, each bounded: the heads
 // probed by the scan and past it (aggregates with unpublished, not failed
@@ -429,17 +531,7 @@ func (i *Inspector) snapFailed(ctx context.Context, tx pgx.Tx, s *Snapshot, byTy
 // found, a lower bound.
 func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot, u *unpublished) error {
 	cp := i.snapCaps()
-	rows, err := tx.Query(ctx, `WITH failed_read AS MATERIALIZED (
-			SELECT aggregate_type, aggregate_id, seq, `+i.firstSQL()+` AS head FROM `+i.outbox+` WHERE `+wire.FailedSQL+`
-			ORDER BY failed_at, seq LIMIT $1
-		), scheduled_read AS MATERIALIZED (
-			SELECT aggregate_type, aggregate_id, seq, `+i.firstSQL()+` AS head FROM `+i.outbox+` WHERE `+wire.ScheduledSQL+`
-			ORDER BY available_at, created_at, event_id LIMIT $1
-		)
-		SELECT aggregate_type, aggregate_id, seq FROM failed_read WHERE head
-		UNION ALL SELECT aggregate_type, aggregate_id, seq FROM scheduled_read WHERE head
-		UNION ALL SELECT NULL, 'failed', (SELECT count(*) FROM failed_read)
-		UNION ALL SELECT NULL, 'scheduled', (SELECT count(*) FROM scheduled_read)`, cp.blockedProbe+1)
+	rows, err := tx.Query(ctx, i.blockersSQL(), cp.blockedProbe+1, u.heads)
 	if err != nil {
 		return err
 	}

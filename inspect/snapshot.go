@@ -379,9 +379,6 @@ func topGroups(g []Group) []Group {
 	return g[:min(len(g), TopN)]
 }
 
-// firstSQL: the row has no earlier unpublished event of its aggregate (it heads it).
-func (i *Inspector) firstSQL() string { return wire.HeadSQL(i.outbox, i.outbox) }
-
 type rowWithInt struct {
 	r interface{ Scan(...any) error }
 	n *int64

@@ -121,8 +121,8 @@
 // TestClaimCostDoesNotGrowWithAHeldHorizon holds a claim's buffers flat while
 // thousands of events are published behind a held snapshot. What stays: the
 // deep claim, the sweeps (paced) and the dead versions themselves, which the
-// table and its indexes keep until the horizon moves; the console's snapshot
-// (package inspect) still reads its indexes from the start.
+// table and its indexes keep until the horizon moves. The console's snapshot
+// (package inspect) reads from positions of its own in the same way.
 //
 // # Per-aggregate order
 //
