@@ -19,7 +19,7 @@ import (
 //     of its aggregate in the batch was acknowledged too. An acknowledged event
 //     behind one that was not is released with a last_error saying so, and is
 //     published again after it (franz-go can fail one produce batch of a
-//     partition and acknowledge the next: see TestFranzAcksAfterEarlierFailure).
+//     partition and acknowledge the next: see TestFranzAcksLaterRecordAfterFailingEarlier).
 //   - An event with an error of its own always ends with that error as its
 //     last_error: failed when it can never succeed or is out of attempts,
 //     scheduled with backoff otherwise. Its attempt is refunded only when the

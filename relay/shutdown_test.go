@@ -86,6 +86,6 @@ func TestShutdownReleasesBatchesWaitingForAMissingTopic(t *testing.T) {
 	}
 }
 
-// shutdownMissingTopicBound is what README promises for a shutdown with batches
+// shutdownMissingTopicBound is what docs/relay.md promises for a shutdown with batches
 // waiting for a missing topic, with the test's margin for a loaded machine.
 const shutdownMissingTopicBound = 3 * time.Second

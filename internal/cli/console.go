@@ -29,7 +29,7 @@ func (c *consoleFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.noRelay, "no-relay", false, "console only: watch, do not relay")
 	fs.BoolVar(&c.readOnly, "read-only", false, "console: refuse every action")
 	fs.StringVar(&c.actor, "actor", "", "name recorded in the audit log for actions (default: OS user and SSH client)")
-	fs.StringVar(&c.fleet, "fleet", "", "console over every outbox of this fleet file (TOML; see README \"Running many outboxes\"); watch only, no relay")
+	fs.StringVar(&c.fleet, "fleet", "", "console over every outbox of this fleet file (TOML; see docs/fleet.md); watch only, no relay")
 	fs.StringVar(&c.metrics, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this address (e.g. :9464); off when empty")
 	c.log.register(fs)
 	c.db.register(fs)

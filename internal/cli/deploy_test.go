@@ -173,14 +173,14 @@ func metricNames(exposition string) map[string]bool {
 	return names
 }
 
-// Every alert's runbook_url points at a section of README.md that exists.
+// Every alert's runbook_url points at a section of docs/operations.md that exists.
 func TestAlertRunbooksExistInTheReadme(t *testing.T) {
 	t.Parallel()
 	rules, err := os.ReadFile("../../deploy/prometheus/outboxtop-rules.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,13 +201,13 @@ func TestAlertRunbooksExistInTheReadme(t *testing.T) {
 		anchors[a] = true
 	}
 	alerts := regexp.MustCompile(`(?m)^\s+- alert: (\w+)$`).FindAllStringSubmatch(string(rules), -1)
-	urls := regexp.MustCompile(`runbook_url: "[^"#]+/README\.md#([^"]+)"`).FindAllStringSubmatch(string(rules), -1)
+	urls := regexp.MustCompile(`runbook_url: "[^"#]+/docs/operations\.md#([^"]+)"`).FindAllStringSubmatch(string(rules), -1)
 	if len(alerts) < 10 || len(urls) != len(alerts) {
 		t.Fatalf("%d alerts, %d runbook links: every alert needs one", len(alerts), len(urls))
 	}
 	for i, u := range urls {
 		if !anchors[u[1]] {
-			t.Errorf("%s: runbook #%s is no heading of README.md", alerts[i][1], u[1])
+			t.Errorf("%s: runbook #%s is no heading of docs/operations.md", alerts[i][1], u[1])
 		}
 	}
 }

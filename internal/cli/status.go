@@ -20,7 +20,7 @@ import (
 )
 
 // statusJSON is `status --json`: the snapshot's fields plus the check's verdict
-// (documented field by field in README.md).
+// (documented field by field in docs/triage.md).
 type statusJSON struct {
 	inspect.Snapshot
 	// OldestPublishableAge: see inspect.Inspector.OldestPublishableAge.
@@ -78,7 +78,7 @@ func status(ctx context.Context, args []string, io IO) error {
 	fs := newFlagSet("status", io)
 	var db dbFlags
 	db.register(fs)
-	asJSON := fs.Bool("json", false, "print the snapshot as JSON (fields in README.md)")
+	asJSON := fs.Bool("json", false, "print the snapshot as JSON (fields in docs/triage.md)")
 	warnOldest := fs.Duration("warn-oldest", time.Minute, "WARNING when the oldest publishable event has waited longer than this (0: no check)")
 	critOldest := fs.Duration("crit-oldest", 5*time.Minute, "CRITICAL when the oldest publishable event has waited longer than this (0: no check)")
 	warnFailed := fs.Int64("warn-failed", 0, "WARNING when more than this many events are failed (0, the default: any; -1: no check)")
@@ -91,7 +91,7 @@ func status(ctx context.Context, args []string, io IO) error {
 	critNoRelay := fs.Duration("crit-no-relay", 0, "CRITICAL when no relay has been seen for longer than this, or none ever (0, the default: no check)")
 	warnHorizon := fs.Duration("warn-horizon", inspect.HorizonWarnAfter, "WARNING when a transaction has held back the database's xmin horizon (vacuum of every table) for longer than this (0: no check)")
 	critHorizon := fs.Duration("crit-horizon", inspect.HorizonCritAfter, "CRITICAL when a transaction has held back the xmin horizon for longer than this (0: no check)")
-	fleetFile := fs.String("fleet", "", "check every outbox of this fleet file (TOML; see README \"Running many outboxes\"): one line each, the worst level wins")
+	fleetFile := fs.String("fleet", "", "check every outbox of this fleet file (TOML; see docs/fleet.md): one line each, the worst level wins")
 	var kafka relayFlags
 	kafka.registerKafka(fs)
 	var lag lagFlags

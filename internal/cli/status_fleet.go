@@ -18,7 +18,7 @@ import (
 )
 
 // statusFleetJSON is `status --fleet FILE --json`: the verdict over the fleet and
-// one object per outbox, worst first (fields in README.md).
+// one object per outbox, worst first (fields in docs/triage.md).
 type statusFleetJSON struct {
 	Fleet    string      `json:"fleet"`
 	Level    fleet.Level `json:"level"`

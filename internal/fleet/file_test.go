@@ -170,18 +170,18 @@ outboxes = ["team=payments"]
 	}
 }
 
-// The fleet file README.md shows is one this package reads.
+// The fleet file docs/fleet.md shows is one this package reads.
 func TestReadmeFleetFileParses(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/fleet.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "## Running many outboxes")
+	_, section, ok := strings.Cut(string(readme), "# Running many outboxes")
 	_, block, ok2 := strings.Cut(section, "```toml\n")
 	block, _, ok3 := strings.Cut(block, "```")
 	if !ok || !ok2 || !ok3 {
-		t.Fatal("no fleet file in README.md's \"Running many outboxes\"")
+		t.Fatal("no fleet file in docs/fleet.md")
 	}
 	dsnFile := filepath.Join(t.TempDir(), "billing.dsn")
 	if err := os.WriteFile(dsnFile, []byte("host=db2 password=x"), 0o600); err != nil {
@@ -193,7 +193,7 @@ func TestReadmeFleetFileParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(f.Outboxes) != 3 || len(f.Operators) != 1 || !f.MayAct(f.Operators[0].Fingerprint, "billing") || f.MayAct(f.Operators[0].Fingerprint, "search") {
-		t.Errorf("README fleet: %+v", f)
+		t.Errorf("docs/fleet.md's fleet: %+v", f)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 )
 
-// TestOpenSSHClient connects with the real ssh(1), as the README shows: the
+// TestOpenSSHClient connects with the real ssh(1), as docs/ssh.md shows: the
 // key files and host key formats are OpenSSH's own.
 func TestOpenSSHClient(t *testing.T) {
 	t.Parallel()
