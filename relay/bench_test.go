@@ -160,9 +160,9 @@ func (env *benchEnv) client(b *testing.B) *kgo.Client {
 	return cl
 }
 
-// ceiling is sqlCeiling on a fresh copy of the backlog.
+// ceiling is MeasureCeiling on a fresh copy of the backlog.
 func (env *benchEnv) ceiling(b *testing.B, pool *pgxpool.Pool, mode Ordering, loops int) float64 {
-	res, err := sqlCeiling(context.Background(), pool, Config{Ordering: mode}, loops)
+	res, err := MeasureCeiling(context.Background(), pool, Config{Ordering: mode}, loops)
 	if err != nil {
 		b.Fatal(err)
 	}

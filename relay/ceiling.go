@@ -8,27 +8,35 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/outboxtop/outboxtop/internal/relayceiling"
 )
 
-func init() {
-	relayceiling.Measure = func(ctx context.Context, pool *pgxpool.Pool, cfg any, loops int) (relayceiling.Result, error) {
-		return sqlCeiling(ctx, pool, cfg.(Config), loops)
-	}
+// CeilingResult is what MeasureCeiling measured.
+type CeilingResult struct {
+	// Events is how many events were marked published.
+	Events int
+	// Elapsed is how long that took, from the first claim to the last mark.
+	Elapsed time.Duration
+	// Claims holds the duration of every claim that returned events.
+	Claims []time.Duration
 }
 
-// sqlCeiling is relayceiling.Measure: loops goroutines claim and mark, with no
-// broker, until nothing is claimable. Each loop is a Relay of its own, as each
-// relay process is: loops sharing one would share its held heads, so one
-// loop's claim holding the hot aggregate's head for milliseconds would make
-// every loop pass that aggregate over (heads.go) and stop early.
-func sqlCeiling(ctx context.Context, pool *pgxpool.Pool, cfg Config, loops int) (relayceiling.Result, error) {
+// MeasureCeiling is a benchmark lever: what the database allows the relay.
+// In loops goroutines it runs the relay's own claim and mark statements
+// (cfg's ordering and batch size) with no broker in between, until nothing is
+// claimable. It marks events published with made-up Kafka coordinates: run it
+// only on a throwaway copy of an outbox, never on one whose events matter. The
+// outboxtop binary never calls it (its linker leaves it out).
+//
+// Each loop is a Relay of its own, as each relay process is: loops sharing one
+// would share its held heads, so one loop's claim holding the hot aggregate's
+// head for milliseconds would make every loop pass that aggregate over
+// (heads.go) and stop early.
+func MeasureCeiling(ctx context.Context, pool *pgxpool.Pool, cfg Config, loops int) (CeilingResult, error) {
 	relays := make([]*Relay, loops)
 	for i := range relays {
 		r, err := New(pool, nil, cfg)
 		if err != nil {
-			return relayceiling.Result{}, err
+			return CeilingResult{}, err
 		}
 		relays[i] = r
 	}
@@ -83,5 +91,5 @@ func sqlCeiling(ctx context.Context, pool *pgxpool.Pool, cfg Config, loops int) 
 		}()
 	}
 	wg.Wait()
-	return relayceiling.Result{Events: int(total.Load()), Elapsed: time.Since(start), Claims: claims}, firstErr
+	return CeilingResult{Events: int(total.Load()), Elapsed: time.Since(start), Claims: claims}, firstErr
 }

@@ -22,7 +22,7 @@ func TestCeilingMarksEveryEventBesideAHotAggregate(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		res, err := sqlCeiling(context.Background(), b.pool, Config{Ordering: OrderAggregate, BatchSize: 50}, loops)
+		res, err := MeasureCeiling(context.Background(), b.pool, Config{Ordering: OrderAggregate, BatchSize: 50}, loops)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -101,7 +101,7 @@ func TestSlowBatchRenewsItsLease(t *testing.T) {
 	}
 }
 
-// An acknowledged batch whose relay "dies" before marking it (abandonNextBatch)
+// An acknowledged batch whose relay "dies" before marking it (AbandonNextBatch)
 // is claimed again once its lease runs out and published again: every event
 // reaches Kafka at least once and at most twice, and the abandoned batch's
 // acknowledged records are the duplicates. Normally Kafka acknowledges all 50
@@ -117,7 +117,7 @@ func TestAbandonedBatchIsPublishedAgain(t *testing.T) {
 	cfg.Lease = 3 * time.Second
 	cfg.PublishTimeout = 2900 * time.Millisecond
 	r := b.relay(t, cfg)
-	r.abandonNextBatch()
+	r.AbandonNextBatch()
 	b.insertSeed(t, 50, 10, "o-")
 	stop := start(t, r)
 	testenv.WaitFor(t, 30*time.Second, "published after the abandoned batch's lease ran out", func() bool {

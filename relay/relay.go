@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/outboxtop/outboxtop/internal/relayfault"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -323,15 +322,12 @@ func (r *Relay) watchBrokers(ctx context.Context) {
 	}
 }
 
-func init() {
-	relayfault.AbandonNextBatch = func(r any) { r.(*Relay).abandonNextBatch() }
-}
-
-// abandonNextBatch makes the next batch that Kafka acknowledges end as if the
-// relay process died right then (see relayfault.AbandonNextBatch): nothing is
+// AbandonNextBatch is a fault lever, for demos and tests: the next batch that
+// Kafka acknowledges ends as if the relay process died right then. Nothing is
 // marked or released, the lease runs out, and a later claim publishes the
-// events again.
-func (r *Relay) abandonNextBatch() { r.crashNext.Store(true) }
+// events again. It shows the mark-after-ack gap every at-least-once relay has,
+// and the duplicates consumers' inboxes absorb; it loses nothing.
+func (r *Relay) AbandonNextBatch() { r.crashNext.Store(true) }
 
 // brokerDown records an outage once: the relay then backs off as a whole and
 // waitRunnable probes until the brokers answer.

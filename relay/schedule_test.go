@@ -257,7 +257,7 @@ func runSchedule(t *testing.T, seed uint64, duration time.Duration) {
 			}()
 		case 0: // kill after the next acknowledgement, then a new process in the slot
 			s.note("kill a relay after its next ack")
-			sl.r.abandonNextBatch()
+			sl.r.AbandonNextBatch()
 			sleep(loadCtx, time.Duration(50+s.rng.IntN(200))*time.Millisecond)
 			s.stopRelay(sl)
 			s.startRelay(sl)

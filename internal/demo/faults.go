@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/outboxtop/outboxtop/internal/relayfault"
 )
 
 // The demo's faults, offered as console keys and scheduled by headless runs
@@ -35,7 +33,7 @@ func (d *Demo) Outage() bool { return d.outage.isDown() }
 // out its events are published again and the consumer's inbox absorbs the
 // duplicates. It returns how many kills were asked for so far.
 func (d *Demo) KillBatch() int64 {
-	relayfault.AbandonNextBatch(d.Relay)
+	d.Relay.AbandonNextBatch()
 	return d.kills.Add(1)
 }
 

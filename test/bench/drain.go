@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/outboxtop/outboxtop/internal/relayceiling"
 	"github.com/outboxtop/outboxtop/relay"
 )
 
@@ -77,7 +76,7 @@ func (e *env) relayDrain(ctx context.Context, b backlog, ordering string, procs,
 	return r, nil
 }
 
-// ceiling is relayceiling.Measure, best of 1–4 loops, each on a fresh copy.
+// ceiling is relay.MeasureCeiling, best of 1–4 loops, each on a fresh copy.
 func (e *env) ceiling(ctx context.Context, b backlog, ordering string, batch int) (drainRun, error) {
 	var best drainRun
 	tmpl, err := e.template(ctx, b)
@@ -85,9 +84,9 @@ func (e *env) ceiling(ctx context.Context, b backlog, ordering string, batch int
 		return best, err
 	}
 	for loops := 1; loops <= 4; loops++ {
-		var res relayceiling.Result
+		var res relay.CeilingResult
 		if err := e.onCopy(ctx, tmpl, func(pool *pgxpool.Pool) (err error) {
-			res, err = relayceiling.Measure(ctx, pool, relay.Config{Ordering: relay.Ordering(ordering), BatchSize: batch}, loops)
+			res, err = relay.MeasureCeiling(ctx, pool, relay.Config{Ordering: relay.Ordering(ordering), BatchSize: batch}, loops)
 			return err
 		}); err != nil {
 			return best, err

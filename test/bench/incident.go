@@ -21,7 +21,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxtop/outboxtop/internal/relayceiling"
 	"github.com/outboxtop/outboxtop/internal/sqltemplate"
 	"github.com/outboxtop/outboxtop/relay"
 )
@@ -348,9 +347,9 @@ func (e *env) incidentCeiling(ctx context.Context, table string) (incidentRun, e
 		return best, err
 	}
 	for loops := 1; loops <= 2; loops++ {
-		var res relayceiling.Result
+		var res relay.CeilingResult
 		if err := e.onCopy(ctx, tmpl, func(pool *pgxpool.Pool) (err error) {
-			res, err = relayceiling.Measure(ctx, pool, relay.Config{Ordering: relay.OrderAggregate, BatchSize: defaultBatch}, loops)
+			res, err = relay.MeasureCeiling(ctx, pool, relay.Config{Ordering: relay.OrderAggregate, BatchSize: defaultBatch}, loops)
 			return err
 		}); err != nil {
 			return best, err

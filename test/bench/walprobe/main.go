@@ -1,5 +1,5 @@
 // Command walprobe drains the outbox table at --dsn with the relay's own claim
-// and mark statements (relayceiling.Measure, batch 1,000, no broker) right
+// and mark statements (relay.MeasureCeiling, batch 1,000, no broker) right
 // after a CHECKPOINT, and prints the WAL that drain wrote by resource manager
 // (pg_walinspect's pg_get_wal_stats): records and full-page images. It is how
 // BENCHMARKS.md attributes the incident profile's storm cost. It changes the
@@ -16,7 +16,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxtop/outboxtop/internal/relayceiling"
 	"github.com/outboxtop/outboxtop/relay"
 )
 
@@ -50,7 +49,7 @@ func run(dsn string, ordering relay.Ordering) error {
 	if err := pool.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&start); err != nil {
 		return err
 	}
-	res, err := relayceiling.Measure(ctx, pool, relay.Config{Ordering: ordering, BatchSize: 1000}, 1)
+	res, err := relay.MeasureCeiling(ctx, pool, relay.Config{Ordering: ordering, BatchSize: 1000}, 1)
 	if err != nil {
 		return err
 	}
