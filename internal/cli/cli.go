@@ -58,6 +58,9 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"console", "the console with the relay embedded (the same as no command)", runConsoleCommand},
+		{"relay", "the relay alone, for production (also: outboxtop --headless)", runRelay},
+		{"watch", "the console beside relays that run elsewhere: it relays nothing (also: --no-relay)", runWatch},
 		{"migrate", "apply the schema migrations and exit", runMigrate},
 		{"status", "one-shot snapshot of the outbox; a monitoring check (exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN)", runStatus},
 		{"events", "list events in a state, with filters", runEvents},
@@ -150,8 +153,7 @@ func printUsage(w io.Writer) {
 	fmt.Fprint(w, `outboxtop — the Transactional Outbox on PostgreSQL and Kafka: relay and on-call console.
 
 Usage:
-  outboxtop [flags]             console with the relay embedded (--no-relay to only watch)
-  outboxtop --headless [flags]  relay only, for production
+  outboxtop [flags]             the console with the relay embedded (outboxtop console)
   outboxtop COMMAND [flags]
 
 Commands:

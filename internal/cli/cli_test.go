@@ -129,3 +129,50 @@ func TestVersionAndHelp(t *testing.T) {
 		t.Fatalf("help: %+v", r)
 	}
 }
+
+// The three ways to run the relay and the console are commands, each with its
+// own --help; --headless and --no-relay stay as their old names.
+func TestRelayConsoleAndWatchAreCommands(t *testing.T) {
+	t.Parallel()
+	help := func(args ...string) string {
+		t.Helper()
+		r := run(t, nil, append(args, "--help")...)
+		if r.code != ExitOK {
+			t.Fatalf("%v --help: exit %d, %s", args, r.code, r.err)
+		}
+		return r.out + r.err
+	}
+	relay, watch, console := help("relay"), help("watch"), help("console")
+	for _, c := range []struct {
+		what, text string
+		has, hasNot []string
+	}{
+		{"relay", relay, []string{"--batch-size", "--drain", "--metrics-addr", "--brokers", "--archive-after"}, []string{"--read-only", "--actor", "--no-relay", "--headless", "--fleet"}},
+		{"watch", watch, []string{"--read-only", "--actor", "--fleet", "--brokers", "--dsn"}, []string{"--batch-size", "--lease", "--drain", "--headless", "--no-relay", "--archive-after"}},
+		{"console", console, []string{"--read-only", "--batch-size", "--headless", "--no-relay"}, nil},
+	} {
+		for _, f := range c.has {
+			if !strings.Contains(c.text, f+" ") && !strings.Contains(c.text, f+"[") {
+				t.Errorf("outboxtop %s --help does not list %s", c.what, f)
+			}
+		}
+		for _, f := range c.hasNot {
+			if strings.Contains(c.text, f+" ") || strings.Contains(c.text, f+"[") {
+				t.Errorf("outboxtop %s --help lists %s, which it does not read", c.what, f)
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"relay", "--read-only"},
+		{"watch", "--batch-size", "10"},
+		{"watch", "--drain"},
+	} {
+		checkUsageError(t, "hunter2", args...)
+	}
+	root := run(t, nil, "help")
+	for _, c := range []string{"relay", "watch", "console"} {
+		if !strings.Contains(root.out, "\n  "+c+" ") {
+			t.Errorf("outboxtop help does not list the %s command:\n%s", c, root.out)
+		}
+	}
+}

@@ -16,8 +16,19 @@ import (
 	"github.com/outboxtop/outboxtop/internal/testenv"
 )
 
+// The same through both names of the relay: the relay command and --headless,
+// which deployed units keep.
 func TestHeadlessDrainPublishesSeedRows(t *testing.T) {
 	t.Parallel()
+	for _, form := range [][]string{{"--headless"}, {"relay"}} {
+		t.Run(form[0], func(t *testing.T) {
+			t.Parallel()
+			drainPublishesSeedRows(t, form)
+		})
+	}
+}
+
+func drainPublishesSeedRows(t *testing.T, form []string) {
 	ctx := context.Background()
 	dsn := testenv.DB(t)
 	k := testenv.NewKafka(t)
@@ -35,9 +46,9 @@ func TestHeadlessDrainPublishesSeedRows(t *testing.T) {
 	}
 	// A drain ends on its own: what it serves on /metrics while it runs is
 	// TestDeployKitNamesOnlyExportedMetrics's to check.
-	r := run(t, nil, "--headless", "--drain", "--dsn", dsn, "--brokers", strings.Join(k.Brokers, ","),
+	r := run(t, nil, append(form, "--drain", "--dsn", dsn, "--brokers", strings.Join(k.Brokers, ","),
 		"--topic-template", k.Prefix+"outbox.{aggregate_type}", "--log-level", "warn",
-		"--metrics-addr", "127.0.0.1:0", "--shutdown-timeout", "5s")
+		"--metrics-addr", "127.0.0.1:0", "--shutdown-timeout", "5s")...)
 	if r.code != ExitOK {
 		t.Fatalf("headless drain: exit %d, stderr %q", r.code, r.err)
 	}
