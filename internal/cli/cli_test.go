@@ -144,7 +144,7 @@ func TestRelayConsoleAndWatchAreCommands(t *testing.T) {
 	}
 	relay, watch, console := help("relay"), help("watch"), help("console")
 	for _, c := range []struct {
-		what, text string
+		what, text  string
 		has, hasNot []string
 	}{
 		{"relay", relay, []string{"--batch-size", "--drain", "--metrics-addr", "--brokers", "--archive-after"}, []string{"--read-only", "--actor", "--no-relay", "--headless", "--fleet"}},
