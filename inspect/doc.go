@@ -108,9 +108,8 @@
 //   - heads are probed from the head found before, lowered to any late row
 //     of the aggregate, and the blockers' head test starts there too.
 //
-// Every five minutes the pass reads from the start, as a check. The one-shot
-// status has no previous pass and reads from the start: its cost still grows
-// with a held horizon. TestSnapshotCostDoesNotGrowWithAHeldHorizon holds the
+// A new Inspector reads from the start once; the one-shot status has no
+// previous pass, so its cost still grows with a held horizon. TestSnapshotCostDoesNotGrowWithAHeldHorizon holds the
 // pass's and the blockers' buffers flat (1,231 and 1,235) while 2,000 and then
 // 20,000 events are published behind a held snapshot; read from the start they
 // take 1,740 and 15,137. TestSnapshotFromItsFloorFollowsTheTable checks every

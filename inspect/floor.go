@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"sync"
-	"time"
 )
 
 // A long-lived Inspector (the console, /metrics) does not read each Snapshot's
@@ -35,23 +34,30 @@ import (
 //     at or after the head it probed, or the first late row found since: the
 //     head probe seeks from there.
 //
-// Every fullEvery the pass reads from the start, as a check on that reasoning
-// and on a writer that set ready_xid by hand. The one-shot status has no
-// previous snapshot and always reads from the start.
+// The argument holds while ready_xid is written only by its default and the
+// trigger: no role that outboxtop grants prints may set it (a producer inserts
+// named columns, and ready_xid is not one of them). There is no periodic pass
+// from the start as a check: its cost grows with the horizon (in the horizon
+// profile, at about 1,000,000 dead rows, a backlog read of the relay's
+// /metrics that fell on one was cancelled at its 5 s limit). A new Inspector
+// (the one-shot status, a restarted console) reads from the start once.
+//
+// The late rows cost what changed since the previous snapshot, their dead
+// entries included: a console refreshing every second reads a second's worth
+// of transactions, a /metrics scraped every minute a minute's worth.
 type snapFloor struct {
 	seq   int64            // every unpublished, not failed row seen has seq >= seq
 	seen  []int64          // when the pass read all of them, their seqs; nil when not
 	xmax  uint64           // the snapshot's xmax
 	xip   []uint64         // and its transactions in progress
 	heads map[aggKey]int64 // every unpublished row seen of the aggregate has seq >= heads[k]
-	full  time.Time        // when the last pass from the start began
 }
 
 const (
-	// fullEvery: how often a long-lived Inspector's pass reads from the start.
-	fullEvery = 5 * time.Minute
-	// headsKept bounds the aggregates whose head an Inspector remembers.
-	headsKept = 16_384
+	// headsKept bounds the aggregates whose head an Inspector remembers: a
+	// pass probes at most caps.probe (1,000) aggregates, and the heads go to
+	// two statements of every snapshot as one jsonb parameter.
+	headsKept = 4_096
 )
 
 // minSeq is math.MinInt64 in SQL: before every seq.
@@ -64,12 +70,9 @@ type floorState struct {
 }
 
 // get returns the floor to start a pass from, nil to read from the start.
-func (s *floorState) get(now time.Time) *snapFloor {
+func (s *floorState) get() *snapFloor {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.f == nil || now.Sub(s.f.full) >= fullEvery {
-		return nil
-	}
 	return s.f
 }
 
@@ -107,12 +110,12 @@ func (f *snapFloor) headsJSON() []byte {
 	return b
 }
 
-// next is the floor a pass leaves: prev (nil: the pass read from the start,
-// at began), lowered by the late rows it found (lateMin: each aggregate's
+// next is the floor a pass leaves: prev (nil: the pass read from the start),
+// lowered by the late rows it found (lateMin: each aggregate's
 // first late row), and moved to what it saw: the seqs it read in order (all
 // of them when covered), and the heads it probed.
-func (prev *snapFloor) next(began time.Time, xmax uint64, xip []uint64, read []int64, covered bool, lateMin map[aggKey]int64, probes []probed) *snapFloor {
-	f := &snapFloor{seq: math.MaxInt64, xmax: xmax, xip: xip, heads: map[aggKey]int64{}, full: began}
+func (prev *snapFloor) next(xmax uint64, xip []uint64, read []int64, covered bool, lateMin map[aggKey]int64, probes []probed) *snapFloor {
+	f := &snapFloor{seq: math.MaxInt64, xmax: xmax, xip: xip, heads: map[aggKey]int64{}}
 	if xip == nil {
 		f.xip = []uint64{}
 	}
@@ -124,9 +127,6 @@ func (prev *snapFloor) next(began time.Time, xmax uint64, xip []uint64, read []i
 		if f.seen == nil {
 			f.seen = []int64{}
 		}
-	}
-	if prev != nil {
-		f.full = prev.full
 	}
 	// Full: keep this pass's heads only (a head forgotten is read from the
 	// aggregate's start, which is never wrong).

@@ -80,7 +80,7 @@ func TestSnapshotCostDoesNotGrowWithAHeldHorizon(t *testing.T) {
 		if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off; SET LOCAL jit = off"); err != nil { // as Snapshot does
 			t.Fatal(err)
 		}
-		f := in.floor.get(time.Now())
+		f := in.floor.get()
 		if f == nil {
 			t.Fatal("no floor after a Snapshot")
 		}

@@ -21,17 +21,18 @@ const headBlocksSQL = `(p.failed_at IS NOT NULL OR (p.available_at > now() AND (
 // passSQL reads the first $1 unpublished, not failed rows in seq order: those
 // from seq $3 on (outbox_claim_seq_idx), the late rows below $3 (rows that the
 // transactions from xid $4 on and those in $5 made unpublished or not failed,
-// outbox_ready_xid_idx and outbox_stopped_xid_idx), and those of seqs $7 (see
-// floor.go). It returns
-// four kinds of rows, by its first column: 0, groups by event type, state,
-// attempts bucket and, for leased rows, the relay holding them (lease_holder,
-// ” when unnamed); 1, the aggregates of those rows, at most $2, most ready rows
-// first, each with its head (one probe of outbox_aggregate_idx, from the head
-// $6 remembers for it or its first late row, whichever is first; from its
-// start when $6 has none) and
-// whether that head blocks it (not from its first row read: a failed head is
-// not among them); 2, each aggregate of the late rows (failed too)
-// and its first late row; 3, one row: the seqs of the rows read, in order.
+// through outbox_ready_xid_idx and outbox_stopped_xid_idx), and those of the
+// seqs $7 (see floor.go). Its first column says which of four kinds a row is:
+//
+//   - 0: a group of those rows by event type, state, attempts bucket and, for
+//     leased rows, the relay holding them (lease_holder, ” when unnamed);
+//   - 1: an aggregate of those rows, at most $2, most ready rows first, with
+//     its head (one probe of outbox_aggregate_idx from the head $6 remembers
+//     for it or its first late row, whichever comes first; from the
+//     aggregate's start when $6 has none, not from its first row read: a
+//     failed head is not among them) and whether that head blocks it;
+//   - 2: an aggregate of the late rows (failed ones too) and its first late row;
+//   - 3: one row, the seqs of the rows read, in order.
 func (i *Inspector) passSQL() string {
 	cols := `seq, event_type, aggregate_type, aggregate_id, created_at, available_at, lease_holder, lease_token, lease_until, attempts, failed_at`
 	// Through outbox_ready_xid_idx (not failed, not blocked) and
@@ -141,8 +142,7 @@ type unpublished struct {
 // rows are counted by snapFailed.
 func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot, u *unpublished) error {
 	cp := i.snapCaps()
-	began := time.Now()
-	floor := i.floor.get(began)
+	floor := i.floor.get()
 	rows, err := tx.Query(ctx, i.passSQL(), append([]any{cp.scan + 1, cp.probe + 1}, floor.passArgs()...)...)
 	if err != nil {
 		return err
@@ -225,7 +225,7 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot,
 		return err
 	}
 	u.covered = read <= int64(cp.scan)
-	next := floor.next(began, snapXmax, snapXip, seqs, u.covered, lateMin, u.probes)
+	next := floor.next(snapXmax, snapXip, seqs, u.covered, lateMin, u.probes)
 	i.floor.set(next)
 	u.heads = next.headsJSON()
 	u.probedAll = len(u.probes) <= cp.probe

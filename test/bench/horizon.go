@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,12 +39,15 @@ import (
 var horizonFlags = struct {
 	held, clean, writer, window *time.Duration
 	rate                        *int
+	orderings                   *string
 }{
 	held:   flag.Duration("horizon-for", 30*time.Minute, "horizon profile: length of each run with a REPEATABLE READ snapshot held (0: skip those runs)"),
 	clean:  flag.Duration("clean-for", 5*time.Minute, "horizon profile: length of each run with no horizon held (0: skip those runs)"),
 	writer: flag.Duration("writer-for", 5*time.Minute, "horizon profile: length of the run with a writing transaction held idle (0: skip it)"),
 	window: flag.Duration("window", 5*time.Minute, "horizon profile: measurement window"),
 	rate:   flag.Int("horizon-rate", 1500, "horizon profile: events/s offered"),
+	orderings: flag.String("horizon-orderings", "aggregate,none",
+		"horizon profile: the orderings whose clean and held runs to make, comma-separated (the writer run is ordered)"),
 }
 
 const (
@@ -105,6 +109,11 @@ func (e *env) horizon(ctx context.Context) error {
 	if *f.window <= 0 || *f.rate <= 0 {
 		return errors.New("--window and --horizon-rate must be positive")
 	}
+	for _, o := range strings.Split(*f.orderings, ",") {
+		if o != string(relay.OrderAggregate) && o != string(relay.OrderNone) {
+			return fmt.Errorf("--horizon-orderings: %q is no ordering (aggregate, none)", o)
+		}
+	}
 	res := &horizonResults{Rate: *f.rate, Aggregates: horizonAggregates, Payload: horizonPayload, Window: f.window.Seconds()}
 	e.results.Horizon = res
 	for _, r := range []struct {
@@ -118,7 +127,7 @@ func (e *env) horizon(ctx context.Context) error {
 		{"held", relay.OrderNone, *f.held},
 		{"writer", relay.OrderAggregate, *f.writer},
 	} {
-		if r.d <= 0 {
+		if r.d <= 0 || r.horizon != "writer" && !slices.Contains(strings.Split(*f.orderings, ","), string(r.ord)) {
 			continue
 		}
 		logf("horizon %s, ordering %s, %v at %d/s: %s", r.horizon, r.ord, r.d, *f.rate, horizonWhat[r.horizon])
@@ -450,11 +459,19 @@ var claimFiles = map[relay.Ordering]string{relay.OrderAggregate: "relay/sql/clai
 // the error reading them.
 var claimStatements = map[relay.Ordering]string{}
 
+// claimSettings is the first statement of the relay's claim transaction
+// (relay/sql/claim_timeouts.sql: JIT and sorting off, the timeouts), which the
+// EXPLAIN runs first so that its plan is the one the relay's claim gets.
+var claimSettings string
+
 func readClaimStatements() {
 	for ord, file := range claimFiles {
 		if b, err := os.ReadFile(file); err == nil {
 			claimStatements[ord] = string(b)
 		}
+	}
+	if b, err := os.ReadFile("relay/sql/claim_timeouts.sql"); err == nil {
+		claimSettings = string(b)
 	}
 }
 
@@ -537,16 +554,17 @@ func claimExplain(ctx context.Context, conn *pgx.Conn, ord relay.Ordering) strin
 		if len(variants) > 1 {
 			fmt.Fprintf(&out, "-- %s claim\n", map[string]string{"steady": "steady-state (from a second back, the current snapshot as the previous claim's)", "deep": "deep (from the start of the index)"}[variant])
 		}
-		if err := explainInto(ctx, conn, &out, "EXPLAIN (ANALYZE, BUFFERS) "+stmt, args); err != nil {
+		if err := explainInto(ctx, conn, &out, claimSettings, "EXPLAIN (ANALYZE, BUFFERS) "+stmt, args); err != nil {
 			out.WriteString("failed: " + err.Error() + "\n")
 		}
 	}
 	return out.String()
 }
 
-// explainInto runs an EXPLAIN in a transaction it rolls back, writing its lines;
-// it gives up after 5 minutes.
-func explainInto(ctx context.Context, conn *pgx.Conn, out *strings.Builder, explain string, args []any) error {
+// explainInto runs an EXPLAIN in a transaction it rolls back, after settings
+// (the claim transaction's first statement, with a 5 s lock timeout), writing
+// its lines; it gives up after 5 minutes.
+func explainInto(ctx context.Context, conn *pgx.Conn, out *strings.Builder, settings, explain string, args []any) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return err
@@ -557,6 +575,12 @@ func explainInto(ctx context.Context, conn *pgx.Conn, out *strings.Builder, expl
 	// the relay's mark of those waits (and gives up after its lock timeout), so
 	// a claim that reads for minutes is cut short.
 	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = '300s'"); err != nil {
+		return err
+	}
+	if settings == "" {
+		return errors.New("relay/sql/claim_timeouts.sql was not readable when the bench started: the plan would not be the relay's")
+	}
+	if _, err := tx.Exec(ctx, settings, "5s", "300s"); err != nil {
 		return err
 	}
 	rows, err := tx.Query(ctx, explain, args...)
