@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -100,20 +99,7 @@ func TestSnapshotCostDoesNotGrowWithAHeldHorizon(t *testing.T) {
 			{in.passSQL(), append([]any{cp.scan + 1, cp.probe + 1}, f.passArgs()...)},
 			{in.blockersSQL(), []any{cp.blockedProbe + 1, heads}},
 		} {
-			var raw []byte
-			if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+s.sql, s.args...).Scan(&raw); err != nil {
-				t.Fatal(err)
-			}
-			var plan []struct {
-				Plan struct {
-					Hit  int `json:"Shared Hit Blocks"`
-					Read int `json:"Shared Read Blocks"`
-				}
-			}
-			if err := json.Unmarshal(raw, &plan); err != nil || len(plan) != 1 {
-				t.Fatalf("plan: %v", err)
-			}
-			total += plan[0].Plan.Hit + plan[0].Plan.Read
+			total += testenv.PlanBuffers(t, tx, s.sql, s.args...)
 		}
 		return total
 	}

@@ -125,17 +125,7 @@ func TestSnapshotFromItsFloorFollowsTheTable(t *testing.T) {
 			inspect.SetTestCaps(b.in, inspect.TestCaps{Scan: 1 + r.Intn(20), Probe: 1 + r.Intn(10), Count: 1 + r.Intn(20),
 				Failed: 1 + r.Intn(20), FailedGroups: 1 + r.Intn(5), BlockedProbe: 1 + r.Intn(10)})
 		}
-		s, err := b.in.Snapshot(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		truth, err := bruteForce(ctx, b.pool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bad := checkSnapshot(s, truth); len(bad) > 0 {
-			t.Fatalf("seed %d, step %d, after %s:\n%s", seed, step, strings.Join(log, ", "), strings.Join(bad, "\n"))
-		}
+		checkAgainstTruth(t, b, fmt.Sprintf("seed %d, step %d, after %s", seed, step, strings.Join(log, ", ")))
 	}
 	for _, l := range open {
 		_ = l.tx.Rollback(ctx)
@@ -152,21 +142,7 @@ func TestSnapshotHeadBelowARememberedHead(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := b.ctx
-	check := func(what string) inspect.Snapshot {
-		t.Helper()
-		s, err := b.in.Snapshot(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		truth, err := bruteForce(ctx, b.pool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bad := checkSnapshot(s, truth); len(bad) > 0 {
-			t.Fatalf("%s:\n%s", what, strings.Join(bad, "\n"))
-		}
-		return s
-	}
+	check := func(what string) inspect.Snapshot { return checkAgainstTruth(t, b, what) }
 	const row = `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, failed_at)
 		VALUES (gen_random_uuid(), 'a', 'g', $1, '{}', $2)`
 	late, err := b.pool.Begin(ctx)
@@ -190,4 +166,22 @@ func TestSnapshotHeadBelowARememberedHead(t *testing.T) {
 	if s.Counts.Waiting != 1 || s.Blocked.Count != 1 {
 		t.Errorf("waiting %d, blocked %d: want H waiting behind X, one aggregate blocked", s.Counts.Waiting, s.Blocked.Count)
 	}
+}
+
+// checkAgainstTruth takes a Snapshot with b's Inspector and fails the test,
+// saying what, unless every figure holds its bound against a brute-force count.
+func checkAgainstTruth(t *testing.T, b *bundle, what string) inspect.Snapshot {
+	t.Helper()
+	s, err := b.in.Snapshot(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth, err := bruteForce(b.ctx, b.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := checkSnapshot(s, truth); len(bad) > 0 {
+		t.Fatalf("%s:\n%s", what, strings.Join(bad, "\n"))
+	}
+	return s
 }

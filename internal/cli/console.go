@@ -25,11 +25,16 @@ type consoleFlags struct {
 
 func (c *consoleFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.headless, "headless", false, "run the relay only (production): logs, /metrics, /healthz, /readyz")
-	fs.BoolVar(&c.drain, "drain", false, "with --headless: relay until nothing is publishable, then exit")
 	fs.BoolVar(&c.noRelay, "no-relay", false, "console only: watch, do not relay")
 	fs.BoolVar(&c.readOnly, "read-only", false, "console: refuse every action")
 	fs.StringVar(&c.actor, "actor", "", "name recorded in the audit log for actions (default: OS user and SSH client)")
 	fs.StringVar(&c.fleet, "fleet", "", "console over every outbox of this fleet file (TOML; see docs/fleet.md); watch only, no relay")
+	c.registerRelay(fs)
+}
+
+// registerRelay registers what the relay reads: `outboxtop relay`'s flags.
+func (c *consoleFlags) registerRelay(fs *pflag.FlagSet) {
+	fs.BoolVar(&c.drain, "drain", false, "relay until nothing is publishable, then exit (outboxtop relay, --headless)")
 	fs.StringVar(&c.metrics, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this address (e.g. :9464); off when empty")
 	c.log.register(fs)
 	c.db.register(fs)
@@ -85,14 +90,7 @@ func runConsoleAs(ctx context.Context, name string, args []string, io IO) error 
 func runRelay(ctx context.Context, args []string, io IO) error {
 	fs := newFlagSet("relay", io)
 	var c consoleFlags
-	fs.BoolVar(&c.drain, "drain", false, "relay until nothing is publishable, then exit")
-	fs.StringVar(&c.metrics, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this address (e.g. :9464); off when empty")
-	c.log.register(fs)
-	c.db.register(fs)
-	c.relay.register(fs)
-	c.retain.register(fs)
-	c.lag.register(fs)
-	c.lag.registerInterval(fs)
+	c.registerRelay(fs)
 	if err := parse(fs, args, io); err != nil {
 		return err
 	}

@@ -168,3 +168,22 @@ func TestNoReferenceOutsideTheRepository(t *testing.T) {
 		t.Errorf("only %d files read", files)
 	}
 }
+
+// Every alert's runbook_url points at a section of docs/operations.md.
+func TestAlertRunbooksExist(t *testing.T) {
+	rules, err := os.ReadFile(filepath.Join(root, "deploy", "prometheus", "outboxtop-rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := headings(t, filepath.Join("docs", "operations.md"))
+	alerts := regexp.MustCompile(`(?m)^\s+- alert: (\w+)$`).FindAllStringSubmatch(string(rules), -1)
+	urls := regexp.MustCompile(`runbook_url: "[^"#]+/docs/operations\.md#([^"]+)"`).FindAllStringSubmatch(string(rules), -1)
+	if len(alerts) < 10 || len(urls) != len(alerts) {
+		t.Fatalf("%d alerts, %d runbook links to docs/operations.md: every alert needs one", len(alerts), len(urls))
+	}
+	for i, u := range urls {
+		if !anchors[u[1]] {
+			t.Errorf("%s: runbook #%s is no heading of docs/operations.md", alerts[i][1], u[1])
+		}
+	}
+}
