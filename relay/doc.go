@@ -114,14 +114,18 @@
 //   - the head probe and the run read outbox_aggregate_idx from the head the
 //     relay last found for the aggregate, the waiters and the unblock after a
 //     mark outbox_blocked_idx from the run on;
-//   - every two leases, and at start, one deep claim reads from the start: the
-//     safety net for what the position cannot see (a row another relay found
-//     behind this one's position and left leased when it died).
+//   - only the first claim reads from the start. What the position cannot
+//     see (a row another relay found behind this one's position and left
+//     leased when it died) is given back by the rescue, a paced pass beside
+//     the claims every two leases (sql/rescue.sql): its read does grow with
+//     the horizon, but no claim waits for it.
 //
 // TestClaimCostDoesNotGrowWithAHeldHorizon holds a claim's buffers flat while
-// thousands of events are published behind a held snapshot. What stays: the
-// deep claim, the sweeps (paced) and the dead versions themselves, which the
-// table and its indexes keep until the horizon moves. The console's snapshot
+// thousands of events are published behind a held snapshot;
+// TestRescueGivesBackExpiredLeasesBehindThePosition shows the gap the rescue
+// closes. What stays: the first claim, the rescue and the sweeps (paced) and
+// the dead versions themselves, which the table and its indexes keep until the
+// horizon moves. The console's snapshot
 // (package inspect) reads from positions of its own in the same way.
 //
 // # Per-aggregate order

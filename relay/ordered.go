@@ -52,7 +52,7 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	ordered := r.cfg.Ordering == OrderAggregate
 	began := time.Now()
-	args, deep := r.claimArgs(token, n, began)
+	args := r.claimArgs(token, n, began)
 	var rows pgx.Rows
 	if ordered {
 		rows, err = tx.Query(ctx, r.sql.claimOrdered, args)
@@ -116,7 +116,7 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 	if err := tx.Commit(ctx); err != nil {
 		return nil, false, err
 	}
-	r.cursor.advance(pos, snap.xmax, snap.xip, deep, r.cfg.deepEvery(), began)
+	r.cursor.advance(pos, snap.xmax, snap.xip)
 	if ordered {
 		r.hints.note(headTypes, headIDs, headSeqs)
 	}
@@ -141,17 +141,16 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 }
 
 // claimArgs are the claim statement's parameters for a claim of n events with
-// token beginning at now, in the relay's ordering mode, and whether the claim is
-// deep (reads from the start of the index: see claimCursor).
-func (r *Relay) claimArgs(token uuid.UUID, n int, now time.Time) (pgx.StrictNamedArgs, bool) {
-	fromAt, fromSeq, xmax, xip, deep := r.cursor.position(now)
+// token beginning at now, in the relay's ordering mode.
+func (r *Relay) claimArgs(token uuid.UUID, n int, now time.Time) pgx.StrictNamedArgs {
+	fromAt, fromSeq, xmax, xip := r.cursor.position()
 	args := pgx.StrictNamedArgs{"batch": n, "token": token, "lease_ms": r.cfg.Lease.Milliseconds(), "holder": r.cfg.Holder,
 		"from_at": fromAt, "from_seq": fromSeq, "xmax": xmax, "xip": xip}
 	if r.cfg.Ordering == OrderAggregate {
 		args["skip_types"], args["skip_ids"] = r.heads.skipped(now)
 		args["hints"] = r.hints.arg()
 	}
-	return args, deep
+	return args
 }
 
 // begin starts a transaction under the claim's timeouts: a lock wait ends after

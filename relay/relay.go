@@ -97,7 +97,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
 	var helpers sync.WaitGroup
-	helpers.Add(4)
+	helpers.Add(5)
 	if r.cfg.HeartbeatInterval > 0 {
 		helpers.Add(1)
 		go func() { defer helpers.Done(); r.heartbeat(ctx, bg) }()
@@ -106,6 +106,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	go func() { defer helpers.Done(); r.renewLoop(bg) }()
 	go func() { defer helpers.Done(); r.watchBrokers(bg) }()
 	go func() { defer helpers.Done(); r.sweepLoop(bg) }()
+	go func() { defer helpers.Done(); r.rescueLoop(bg) }()
 
 	// Say at once when the brokers do not answer, instead of when the first
 	// batch fails: the console and /readyz show it, and the loop probes until

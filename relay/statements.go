@@ -26,6 +26,7 @@ type statements struct {
 	unblockAfter   string
 	sweepOrdered   string
 	sweepUnordered string
+	rescue         string
 	heartbeat      string
 	// waitingForTopics is not the relay's: WaitingForMissingTopics reads it.
 	waitingForTopics string
@@ -47,6 +48,7 @@ func newStatements(schema string) statements {
 		unblockAfter:   load("unblock_after"),
 		sweepOrdered:   load("sweep_ordered"),
 		sweepUnordered: load("sweep_unordered"),
+		rescue:         load("rescue"),
 		heartbeat:      load("heartbeat"),
 
 		waitingForTopics: load("waiting_for_topics"),

@@ -201,7 +201,7 @@ func frozenClaim(t *testing.T, b *bundle, r *Relay, n int, idle time.Duration) (
 	if _, err := tx.Exec(ctx, "SELECT set_config('idle_in_transaction_session_timeout', $1, true)", fmt.Sprintf("%dms", idle.Milliseconds())); err != nil {
 		t.Fatal(err)
 	}
-	args, _ := r.claimArgs(uuid.New(), n, time.Now())
+	args := r.claimArgs(uuid.New(), n, time.Now())
 	rows, err := tx.Query(ctx, r.sql.claimOrdered, args)
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +413,7 @@ func TestClaimDoesNotReadEveryBlockedRow(t *testing.T) {
 	}
 	defer tx.Rollback(ctx)
 	var raw []byte
-	args, _ := r.claimArgs(uuid.New(), 1000, time.Now())
+	args := r.claimArgs(uuid.New(), 1000, time.Now())
 	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+r.sql.claimOrdered, args).Scan(&raw); err != nil {
 		t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		if err := rcfg.Validate(); err != nil {
 			return nil, ConfigError{err}
 		}
-		conns += int32(rcfg.InFlight)
+		conns += int32(rcfg.InFlight) + 1 // the rescue's pass, beside the claims (relay/rescue.go)
 		if rcfg.HeartbeatInterval >= 0 {
 			conns++ // the heartbeat's one short statement every few seconds never waits for a batch's connection
 		}

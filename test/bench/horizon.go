@@ -483,7 +483,8 @@ func readClaimStatements() {
 // token, holder 'bench', nothing to pass over, no head hints. A statement that
 // reads from a position (@from_at) is explained twice: from a position a second
 // back with the current snapshot as the previous claim's (a claim in the
-// steady state), and from the start (a deep claim). A parameter this does not
+// steady state), and from the start (the relay's first claim; the rescue,
+// sql/rescue.sql, walks the same entries beside the claims). A parameter this does not
 // know is reported by name: add its value to values.
 func claimExplain(ctx context.Context, conn *pgx.Conn, ord relay.Ordering) string {
 	file, text := claimFiles[ord], claimStatements[ord]
