@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -48,6 +49,7 @@ func TestClaimCostDoesNotGrowWithAHeldHorizon(t *testing.T) {
 			}
 
 			sent := 0
+			var marks [][2]int // markCost after 1,000 and after 12,000 published
 			// publish claims and marks n events of 20 aggregates as the relay
 			// does, with made-up Kafka coordinates.
 			publish := func(n int) {
@@ -117,6 +119,9 @@ func TestClaimCostDoesNotGrowWithAHeldHorizon(t *testing.T) {
 					}
 					total += testenv.PlanBuffers(t, tx, s.sql, s.args)
 				}
+				if !deep {
+					marks = append(marks, markCost(t, r, tx, args["token"].(uuid.UUID)))
+				}
 				// The idle relay's wake-up read, in its own transaction's
 				// settings, after the claims (they are set for the rest of tx).
 				if _, err := tx.Exec(ctx, nextScheduledSettings); err != nil {
@@ -153,6 +158,13 @@ func TestClaimCostDoesNotGrowWithAHeldHorizon(t *testing.T) {
 			drain()
 			t.Logf("buffers per claim: %d after 1,000 published, %d after 12,000 (from the start: %d, %d)",
 				small, large, smallDeep, largeDeep)
+			t.Logf("buffers per mark of the claim's events (as sent, generic plan): %v after 1,000 published, %v after 12,000",
+				marks[0], marks[1])
+			for i, what := range []string{"as sent", "as a generic plan"} {
+				if s, l := marks[0][i], marks[1][i]; l > s+s/2+20 {
+					t.Errorf("the mark %s read %d buffers after 12,000 events published behind a held snapshot, %d after 1,000: its cost grows with the dead rows", what, l, s)
+				}
+			}
 			if largeDeep < 2*smallDeep {
 				t.Fatalf("a claim from the start read %d buffers after 12,000 dead rows, %d after 1,000: the held snapshot keeps no dead entries", largeDeep, smallDeep)
 			}
@@ -164,6 +176,48 @@ func TestClaimCostDoesNotGrowWithAHeldHorizon(t *testing.T) {
 			}
 		})
 	}
+}
+
+// markCost is the buffers the mark of the events tx leased with token takes,
+// outside the claim's settings, as the relay sends it (planned for its
+// parameters) and as the generic plan PostgreSQL switches a prepared statement
+// to after five runs. Each runs and is rolled back to a savepoint.
+func markCost(t *testing.T, r *Relay, tx pgx.Tx, token uuid.UUID) [2]int {
+	t.Helper()
+	ctx := context.Background()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := tx.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec("SET LOCAL enable_sort TO DEFAULT")
+	exec("SET LOCAL jit TO DEFAULT")
+	rows, _ := tx.Query(ctx, "SELECT event_id FROM outbox_event WHERE lease_token = $1", token)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil || len(ids) == 0 {
+		t.Fatalf("the claim leased %d events: %v", len(ids), err)
+	}
+	topics, parts, offs := make([]string, len(ids)), make([]int32, len(ids)), make([]int64, len(ids))
+	for i := range ids {
+		topics[i], offs[i] = "t", int64(i)
+	}
+	var out [2]int
+	exec("SAVEPOINT mark")
+	out[0] = testenv.PlanBuffers(t, tx, r.sql.mark, pgx.StrictNamedArgs{
+		"token": token, "ids": ids, "topics": topics, "partitions": parts, "offsets": offs})
+	exec("ROLLBACK TO SAVEPOINT mark")
+	positional := strings.NewReplacer("@ids", "$1", "@topics", "$2", "@partitions", "$3", "@offsets", "$4", "@token", "$5").Replace(r.sql.mark)
+	exec("PREPARE outboxtop_mark(uuid[], text[], int[], bigint[], uuid) AS " + positional)
+	exec("SET LOCAL plan_cache_mode = force_generic_plan")
+	// EXECUTE takes no parameters of its own: the values as literals (ids and
+	// numbers only).
+	list := func(v any) string { return strings.NewReplacer("[", "{", "]", "}", " ", ",").Replace(fmt.Sprint(v)) }
+	out[1] = testenv.PlanBuffers(t, tx, fmt.Sprintf("EXECUTE outboxtop_mark('%s'::uuid[], '%s'::text[], '%s'::int[], '%s'::bigint[], '%s'::uuid)",
+		list(ids), list(topics), list(parts), list(offs), token))
+	exec("DEALLOCATE outboxtop_mark")
+	exec("ROLLBACK TO SAVEPOINT mark")
+	return out
 }
 
 // The claim's transaction runs without JIT (the claim's estimated cost passes

@@ -15,4 +15,10 @@ SET lease_token = NULL, lease_until = NULL,
     last_error = CASE WHEN e.failed_at IS NOT NULL THEN e.last_error ELSE coalesce(f.err, e.last_error) END,
     failed_at = coalesce(e.failed_at, CASE WHEN f.dead THEN now() END)
 FROM unnest(@ids::uuid[], @delays_ms::bigint[], @dead::bool[], @refunds::int[], @errors::text[]) AS f(id, delay_ms, dead, refund, err)
-WHERE e.event_id = f.id AND e.lease_token = @token AND e.published_at IS NULL
+-- Each row by its primary key. "published_at IS NULL" is written as a join
+-- clause (f.id IS NULL is never true where e.event_id = f.id holds, so the
+-- test is the same): as a plain condition on e it let the planner read a
+-- partial index of unpublished rows (outbox_aggregate_idx) in full instead,
+-- which it believes nearly empty, and behind a held horizon that index keeps
+-- every dead entry: 209,000 buffers and 400 ms a mark after minutes held.
+WHERE e.event_id = f.id AND e.lease_token = @token AND (e.published_at IS NULL OR f.id IS NULL)
