@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/outboxtop/outboxtop/internal/sqltemplate"
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/migrations"
 )
 
@@ -37,9 +37,9 @@ func TestEachFunctionHasOneFile(t *testing.T) {
 		if len(defined) != 1 || defined[0] != name {
 			t.Errorf("functions/%s.sql defines %v, want exactly %s", name, defined, name)
 		}
-		sql := sqltemplate.Qualify(string(body), "public")
+		sql := pgsql.Qualify(string(body), "public")
 		sql = strings.ReplaceAll(sql, "{{.channel}}", "'outboxtop_public'")
-		if err := sqltemplate.Check(sql); err != nil {
+		if err := pgsql.Check(sql); err != nil {
 			t.Errorf("functions/%s.sql: %v", name, err)
 		}
 	}

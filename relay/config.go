@@ -190,45 +190,58 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first setting that cannot work, in words a flag user
-// understands.
+// Validate reports the first setting that cannot work, as a *ConfigError
+// naming the Config field.
 func (c Config) Validate() error {
 	c = c.withDefaults()
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Field: field, Problem: fmt.Sprintf(format, args...)}
+	}
 	switch {
 	case wire.ValidateSchema(c.Schema) != nil:
-		return wire.ValidateSchema(c.Schema)
+		return bad("Schema", "%q is not a schema name: use letters, digits and _ (at most 63, not starting with a digit)", c.Schema)
 	case c.BatchSize < 1 || c.BatchSize > 100_000:
-		return fmt.Errorf("--batch-size must be between 1 and 100000, not %d", c.BatchSize)
+		return bad("BatchSize", "must be between 1 and 100000, not %d", c.BatchSize)
 	case c.InFlight < 1 || c.InFlight > 64:
-		return fmt.Errorf("--in-flight must be between 1 and 64, not %d", c.InFlight)
+		return bad("InFlight", "must be between 1 and 64, not %d", c.InFlight)
 	case c.Lease < time.Second:
-		return fmt.Errorf("--lease must be at least 1s, not %v", c.Lease)
+		return bad("Lease", "must be at least 1s, not %v", c.Lease)
 	case c.MaxAttempts < 1:
-		return fmt.Errorf("--max-attempts must be at least 1, not %d", c.MaxAttempts)
+		return bad("MaxAttempts", "must be at least 1, not %d", c.MaxAttempts)
 	case c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase:
-		return fmt.Errorf("--backoff-base (%v) must be positive and at most --backoff-max (%v)", c.BackoffBase, c.BackoffMax)
+		return bad("BackoffBase", "(%v) must be positive and at most BackoffMax (%v)", c.BackoffBase, c.BackoffMax)
 	case c.PollInterval < 10*time.Millisecond:
-		return fmt.Errorf("--poll-interval must be at least 10ms, not %v", c.PollInterval)
+		return bad("PollInterval", "must be at least 10ms, not %v", c.PollInterval)
 	case c.Ordering != OrderAggregate && c.Ordering != OrderNone:
-		return fmt.Errorf("--ordering must be aggregate or none, not %q", c.Ordering)
+		return bad("Ordering", "must be aggregate or none, not %q", c.Ordering)
 	case c.PublishTimeout < 100*time.Millisecond || c.PublishTimeout >= c.Lease:
-		return fmt.Errorf("--publish-timeout must be at least 100ms and shorter than --lease (%v), not %v", c.Lease, c.PublishTimeout)
+		return bad("PublishTimeout", "must be at least 100ms and shorter than Lease (%v), not %v", c.Lease, c.PublishTimeout)
 	case c.LockTimeout < 100*time.Millisecond:
-		return fmt.Errorf("--lock-timeout must be at least 100ms, not %v", c.LockTimeout)
+		return bad("LockTimeout", "must be at least 100ms, not %v", c.LockTimeout)
 	case c.SweepInterval < time.Second:
-		return fmt.Errorf("--sweep-interval must be at least 1s, not %v", c.SweepInterval)
+		return bad("SweepInterval", "must be at least 1s, not %v", c.SweepInterval)
 	case c.HeartbeatInterval > 0 && (c.HeartbeatInterval < 100*time.Millisecond || c.HeartbeatInterval > time.Hour):
-		return fmt.Errorf("--heartbeat-interval must be between 100ms and 1h (or negative: none), not %v", c.HeartbeatInterval)
+		return bad("HeartbeatInterval", "must be between 100ms and 1h (or negative: none), not %v", c.HeartbeatInterval)
 	case len(c.Holder) > 200:
-		return fmt.Errorf("the relay's holder name is %d bytes, at most 200", len(c.Holder))
+		return bad("Holder", "is %d bytes, at most 200", len(c.Holder))
 	case c.MaxMessageBytes < 1024:
-		return fmt.Errorf("--kafka-max-message-bytes must be at least 1024, not %d", c.MaxMessageBytes)
+		return bad("MaxMessageBytes", "must be at least 1024, not %d", c.MaxMessageBytes)
 	}
 	if err := wire.ValidateTopicTemplate(c.TopicTemplate); err != nil {
-		return fmt.Errorf("--topic-template %q: %v", c.TopicTemplate, err)
+		return bad("TopicTemplate", "%q: %v", c.TopicTemplate, err)
 	}
 	return validateTopicPatterns(c.Topics)
 }
+
+// ConfigError is a Config value that Validate refuses. Its text names fields
+// as Config does (BatchSize, Lease); a command line maps them to its own
+// names.
+type ConfigError struct {
+	Field   string // the Config field, "BatchSize"
+	Problem string // what is wrong with it, which may name other fields
+}
+
+func (e *ConfigError) Error() string { return e.Field + " " + e.Problem }
 
 // ErrStopped is returned by Run in drain mode when it stopped on an error.
 var ErrStopped = errors.New("relay stopped")

@@ -247,7 +247,7 @@
 // statement's header documents that statement alone and a newcomer finds the
 // ordered claim in one file. The statements name their tables
 // {{.schema}}.outbox_event, the migrations' placeholder, replaced by the quoted
-// schema when a Relay is built (package internal/sqltemplate, shared with
+// schema when a Relay is built (package internal/pgsql, shared with
 // package inspect). Statements with more than three parameters take them by
 // name (pgx.StrictNamedArgs: @token, @ids…); the others by position.
 //

@@ -99,7 +99,7 @@ func TestClaimRecordsTheHolder(t *testing.T) {
 
 func TestHolderIsBounded(t *testing.T) {
 	t.Parallel()
-	if err := (Config{Holder: strings.Repeat("h", 201)}).Validate(); err == nil || !strings.Contains(err.Error(), "holder") {
+	if err := (Config{Holder: strings.Repeat("h", 201)}).Validate(); err == nil || !strings.Contains(err.Error(), "Holder") {
 		t.Fatalf("a 201-byte holder: %v", err)
 	}
 	if err := (Config{}).Validate(); err != nil {

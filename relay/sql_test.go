@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outboxtop/outboxtop/internal/sqltemplate"
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/migrations"
 	"github.com/outboxtop/outboxtop/wire"
@@ -55,14 +55,14 @@ func TestStatementsAreQualified(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range sqlFileNames(t) {
-		stmt := sqltemplate.Load(sqlFiles, name, quotedSchema)
+		stmt := pgsql.Load(sqlFiles, name, quotedSchema)
 		if !slices.Contains(loaded, stmt) {
 			t.Errorf("%s: not loaded by newStatements", name)
 		}
 		if !strings.Contains(stmt, `"`+quotedSchema+`".`) && strings.Contains(stmt, "outbox_event") {
 			t.Errorf("%s: schema not quoted", name)
 		}
-		if err := sqltemplate.Check(stmt); err != nil {
+		if err := pgsql.Check(stmt); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 		// Named parameters become positional; Prepare parses and plans without
@@ -119,7 +119,7 @@ func TestReadyIsRestatedFaithfully(t *testing.T) {
 	comments := regexp.MustCompile(`--[^\n]*`)
 	found := map[string]int{}
 	for _, name := range sqlFileNames(t) {
-		stmt := comments.ReplaceAllString(sqltemplate.Load(sqlFiles, name, wire.DefaultSchema), "")
+		stmt := comments.ReplaceAllString(pgsql.Load(sqlFiles, name, wire.DefaultSchema), "")
 		for _, m := range restated.FindAllStringSubmatch(stmt, -1) {
 			kind, cond := m[1], alias.ReplaceAllString(m[2], "$1")
 			if m[3] != kind {

@@ -3,7 +3,7 @@ package relay
 import (
 	"embed"
 
-	"github.com/outboxtop/outboxtop/internal/sqltemplate"
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 )
 
 // sqlFiles holds the relay's statements, one a file (see the package doc, SQL).
@@ -33,7 +33,7 @@ type statements struct {
 }
 
 func newStatements(schema string) statements {
-	load := func(name string) string { return sqltemplate.Load(sqlFiles, "sql/"+name+".sql", schema) }
+	load := func(name string) string { return pgsql.Load(sqlFiles, "sql/"+name+".sql", schema) }
 	return statements{
 		claimTimeouts:  load("claim_timeouts"),
 		claimOrdered:   load("claim_ordered"),

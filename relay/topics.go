@@ -25,10 +25,10 @@ const internalTopicPrefix = "__"
 func validateTopicPatterns(patterns []string) error {
 	for _, p := range patterns {
 		if p == "" {
-			return fmt.Errorf("--topics: an empty pattern")
+			return &ConfigError{Field: "Topics", Problem: "holds an empty pattern"}
 		}
 		if err := wire.ValidateTopic(strings.ReplaceAll(p, "*", "x")); err != nil {
-			return fmt.Errorf("--topics pattern %q: %v", p, err)
+			return &ConfigError{Field: "Topics", Problem: fmt.Sprintf("pattern %q: %v", p, err)}
 		}
 	}
 	return nil

@@ -41,7 +41,7 @@ func TestTopicRefused(t *testing.T) {
 			t.Errorf("topicRefused(%q, %q) = %q, want allowed %v", c.patterns, c.topic, why, c.allowed)
 		}
 	}
-	if err := (Config{Topics: []string{"ok.*", "bad name"}}).Validate(); err == nil || !strings.Contains(err.Error(), `--topics pattern "bad name"`) {
+	if err := (Config{Topics: []string{"ok.*", "bad name"}}).Validate(); err == nil || !strings.Contains(err.Error(), `Topics pattern "bad name"`) {
 		t.Errorf("a bad pattern: %v", err)
 	}
 	if err := (Config{Topics: []string{"ok.*", "x"}}).Validate(); err != nil {

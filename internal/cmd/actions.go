@@ -1,15 +1,15 @@
-package cli
+package cmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strings"
 
 	"github.com/google/uuid"
 
-	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -163,7 +163,7 @@ func resolveIDs(ctx context.Context, in *inspect.Inspector, ids []string) error 
 		full, err := in.Resolve(ctx, id)
 		switch {
 		case errors.Is(err, inspect.ErrAmbiguous), errors.Is(err, inspect.ErrNotFound):
-			return exitError{code: ExitUsage, msg: "--id " + oneLine(tui.Sanitize(err.Error()))}
+			return exitError{code: ExitUsage, msg: "--id " + termtext.OneLine(termtext.Sanitize(err.Error()))}
 		case err != nil:
 			return err
 		}

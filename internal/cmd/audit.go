@@ -1,13 +1,13 @@
-package cli
+package cmd
 
 import (
 	"context"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strings"
 	"time"
 
-	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // runAudit lists the operators' actions, newest first.
@@ -48,7 +48,7 @@ func runAudit(ctx context.Context, args []string, io IO) error {
 	now := time.Now()
 	fmt.Fprintf(io.Out, "%-7s  %-24s  %8s  %-11s  %-24s  %5s  %s\n", "AUDIT", "AT", "AGO", "ACTION", "ACTOR", "ROWS", "REASON · EVENTS")
 	for _, r := range recs {
-		what := tui.Sanitize(r.Reason)
+		what := termtext.Sanitize(r.Reason)
 		if len(r.EventIDs) > 0 {
 			ids := r.EventIDs
 			if len(ids) > 3 {
@@ -63,7 +63,7 @@ func runAudit(ctx context.Context, args []string, io IO) error {
 			}
 		}
 		fmt.Fprintf(io.Out, "#%-6d  %-24s  %8s  %-11s  %-24s  %5d  %s\n", r.ID, r.At.UTC().Format("2006-01-02 15:04:05.000Z"),
-			now.Sub(r.At).Round(time.Second), tui.Sanitize(r.Action), short(tui.Sanitize(r.Actor), 24), r.Rows, what)
+			now.Sub(r.At).Round(time.Second), termtext.Sanitize(r.Action), short(termtext.Sanitize(r.Actor), 24), r.Rows, what)
 	}
 	if len(recs) == f.Limit {
 		fmt.Fprintf(io.Out, "next: --before %d\n", recs[len(recs)-1].ID)

@@ -1,4 +1,4 @@
-// Package cli is outboxtop's command line: it parses flags (pflag), applies the
+// Package cmd is outboxtop's command line: it parses flags (pflag), applies the
 // configuration precedence, and dispatches to the packages that do the work.
 //
 // Precedence, for every flag: the flag itself, then OUTBOXTOP_<FLAG> (upper case,
@@ -10,12 +10,13 @@
 // action failed); 2 bad usage (unknown command or flag, invalid value, a command
 // that is not built yet). status alone follows the monitoring-plugin convention
 // instead: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, and 64 for bad usage.
-package cli
+package cmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"io"
 	"os"
 	"strings"
@@ -31,7 +32,7 @@ const (
 )
 
 // Version is the binary's version, set at build time with
-// -ldflags "-X github.com/outboxtop/outboxtop/internal/cli.Version=…".
+// -ldflags "-X github.com/outboxtop/outboxtop/internal/cmd.Version=…".
 var Version = "dev"
 
 // IO is what a command reads and writes.
@@ -135,7 +136,7 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 		}
 		return e.code
 	default:
-		fmt.Fprintf(stdio.Err, "outboxtop: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stdio.Err, "outboxtop: %s\n", termtext.OneLine(err.Error()))
 		return ExitFailure
 	}
 }
@@ -178,10 +179,4 @@ func runVersion(_ context.Context, args []string, io IO) error {
 	}
 	fmt.Fprintf(io.Out, "outboxtop %s\n", Version)
 	return nil
-}
-
-// oneLine keeps an error message on one line: multi-line driver errors would
-// otherwise spill over the terminal.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

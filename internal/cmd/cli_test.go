@@ -1,9 +1,11 @@
-package cli
+package cmd
 
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -136,7 +138,7 @@ func TestRelayConsoleAndWatchAreCommands(t *testing.T) {
 	t.Parallel()
 	help := func(args ...string) string {
 		t.Helper()
-		r := run(t, nil, append(args, "--help")...)
+		r := run(t, nil, append(args, "--help-all")...)
 		if r.code != ExitOK {
 			t.Fatalf("%v --help: exit %d, %s", args, r.code, r.err)
 		}
@@ -173,6 +175,72 @@ func TestRelayConsoleAndWatchAreCommands(t *testing.T) {
 	for _, c := range []string{"relay", "watch", "console"} {
 		if !strings.Contains(root.out, "\n  "+c+" ") {
 			t.Errorf("outboxtop help does not list the %s command:\n%s", c, root.out)
+		}
+	}
+}
+
+// Every command's --help fits one 80×40 screen, and --help-all shows every
+// flag the command has, each once.
+func TestHelpFitsOneScreen(t *testing.T) {
+	t.Parallel()
+	names := []string{""}
+	for _, c := range commands() {
+		if c.run != nil {
+			names = append(names, c.name)
+		}
+	}
+	for _, name := range names {
+		args := []string{}
+		if name != "" {
+			args = append(args, name)
+		}
+		r := run(t, nil, append(args, "--help")...)
+		if r.code != ExitOK {
+			t.Errorf("%q --help: exit %d: %s", name, r.code, r.err)
+			continue
+		}
+		text := r.out + r.err
+		lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+		if len(lines) > 40 {
+			t.Errorf("%q --help is %d lines, more than one 80×40 screen:\n%s", name, len(lines), text)
+		}
+		for _, l := range lines {
+			if n := len([]rune(l)); n > 80 {
+				t.Errorf("%q --help has a line of %d columns: %q", name, n, l)
+			}
+		}
+		// --help-all: each flag once, the ones --help shows and as many
+		// under each heading as --help counts.
+		all := run(t, nil, append(args, "--help-all")...)
+		allText := all.out + all.err
+		flagLine := regexp.MustCompile(`(?m)^  (?:-\w, )?--([a-z0-9-]+)`)
+		seen := map[string]int{}
+		for _, m := range flagLine.FindAllStringSubmatch(allText, -1) {
+			seen[m[1]]++
+		}
+		for f, n := range seen {
+			if n != 1 {
+				t.Errorf("%q --help-all shows --%s %d times", name, f, n)
+			}
+		}
+		for _, m := range flagLine.FindAllStringSubmatch(text, -1) {
+			if seen[m[1]] == 0 {
+				t.Errorf("%q --help shows --%s, --help-all does not", name, m[1])
+			}
+		}
+		for _, m := range regexp.MustCompile(`(?m)^  (.+): (\d+) flags$`).FindAllStringSubmatch(text, -1) {
+			i := strings.Index(allText, "\n"+m[1]+":\n")
+			if i < 0 {
+				t.Errorf("%q --help-all has no heading %q", name, m[1])
+				continue
+			}
+			section := allText[i+len(m[1])+3:]
+			if j := strings.Index(section, "\n\n"); j >= 0 {
+				section = section[:j]
+			}
+			if got := len(flagLine.FindAllString(section, -1)); fmt.Sprint(got) != m[2] {
+				t.Errorf("%q: --help counts %s flags under %q, --help-all shows %d", name, m[2], m[1], got)
+			}
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package cmd
 
 import (
 	"context"
@@ -91,6 +91,7 @@ func runRelay(ctx context.Context, args []string, io IO) error {
 	fs := newFlagSet("relay", io)
 	var c consoleFlags
 	c.registerRelay(fs)
+	keepOwn(fs, "topic-template", "topics", "ordering")
 	if err := parse(fs, args, io); err != nil {
 		return err
 	}

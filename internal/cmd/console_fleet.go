@@ -1,4 +1,4 @@
-package cli
+package cmd
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/console"
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
 	"github.com/outboxtop/outboxtop/internal/fleet"
-	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // fleetConsoleFlags are the console flags that apply with --fleet, besides
@@ -54,7 +54,7 @@ func runFleetConsole(ctx context.Context, fs *pflag.FlagSet, c *consoleFlags, io
 	polled := make(chan struct{})
 	go func() { defer close(polled); p.Run(ctx) }()
 	defer func() { stop(); <-polled }()
-	return tui.RunFleet(tui.FleetOptions{
+	return console.RunFleet(console.FleetOptions{
 		Source:  p,
 		Title:   filepath.Base(c.fleet),
 		Context: ctx,
@@ -65,11 +65,11 @@ func runFleetConsole(ctx context.Context, fs *pflag.FlagSet, c *consoleFlags, io
 // openFleetOutbox opens an outbox's console on a pool of its own (the
 // poller's stay small and the poller's), with its Consumers view on the
 // outbox's brokers when the fleet file names them.
-func openFleetOutbox(p *fleet.Poller, dial func([]string) consumerlag.Dial, readOnly bool, actor string) func(context.Context, string) (tui.Options, func(), error) {
-	return func(ctx context.Context, name string) (tui.Options, func(), error) {
+func openFleetOutbox(p *fleet.Poller, dial func([]string) consumerlag.Dial, readOnly bool, actor string) func(context.Context, string) (console.Options, func(), error) {
+	return func(ctx context.Context, name string) (console.Options, func(), error) {
 		pool, o, err := p.Open(ctx, name, 4)
 		if err != nil {
-			return tui.Options{}, nil, err
+			return console.Options{}, nil, err
 		}
 		var opts []inspect.Option
 		if readOnly {
@@ -78,14 +78,14 @@ func openFleetOutbox(p *fleet.Poller, dial func([]string) consumerlag.Dial, read
 		in, err := inspect.New(pool, o.Schema, opts...)
 		if err != nil {
 			pool.Close()
-			return tui.Options{}, nil, err
+			return console.Options{}, nil, err
 		}
 		lag, closeLag, err := fleetOutboxLag(dial, o, pool)
 		if err != nil {
 			pool.Close()
-			return tui.Options{}, nil, err
+			return console.Options{}, nil, err
 		}
-		return tui.Options{Inspector: in, ReadOnly: readOnly, Actor: actor, Name: name, Consumers: lag,
+		return console.Options{Inspector: in, ReadOnly: readOnly, Actor: actor, Name: name, Consumers: lag,
 				MissingTopics: missingTopicsOf(pool, o.Schema)},
 			func() { closeLag(); pool.Close() }, nil
 	}
@@ -93,7 +93,7 @@ func openFleetOutbox(p *fleet.Poller, dial func([]string) consumerlag.Dial, read
 
 // fleetOutboxLag is the Consumers view's lag of an outbox of the fleet (nil
 // without brokers): its groups on its brokers, throttled as a single console's.
-func fleetOutboxLag(dial func([]string) consumerlag.Dial, o fleet.Outbox, pool *pgxpool.Pool) (tui.ConsumerLag, func(), error) {
+func fleetOutboxLag(dial func([]string) consumerlag.Dial, o fleet.Outbox, pool *pgxpool.Pool) (console.ConsumerLag, func(), error) {
 	if len(o.Brokers) == 0 {
 		return nil, func() {}, nil
 	}

@@ -1,8 +1,9 @@
-package cli
+package cmd
 
 import (
 	"context"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"regexp"
 	"strconv"
 	"time"
@@ -11,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/migrations"
 	"github.com/outboxtop/outboxtop/wire"
 )
@@ -118,7 +119,7 @@ func rootCause(err error) string {
 			break
 		}
 	}
-	return oneLine(msg)
+	return termtext.OneLine(msg)
 }
 
 func lastIndex(s, sep string) int {
@@ -136,7 +137,7 @@ func redactParseError(err error) string {
 	if i := lastIndex(msg, "`: "); i >= 0 {
 		// The reason may quote a piece of the DSN too (net/url: unexpected spaces
 		// found in "pass word@host"), password included: drop every quoted piece.
-		return oneLine(quoted.ReplaceAllString(msg[i+3:], `"…"`))
+		return termtext.OneLine(quoted.ReplaceAllString(msg[i+3:], `"…"`))
 	}
 	return "unparseable"
 }

@@ -1,4 +1,4 @@
-package cli
+package cmd
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 
 	"charm.land/bubbles/v2/key"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/console"
 	"github.com/outboxtop/outboxtop/internal/demo"
-	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // runDemoConsole opens the console on the running demo, with its fault
@@ -32,9 +32,9 @@ func runDemoConsole(ctx context.Context, d *demo.Demo, cfg demo.Config, io IO) e
 			cancel() // the console would show a demo that no longer runs
 		}
 	}()
-	opts := tui.Options{
+	opts := console.Options{
 		Inspector: in,
-		Relay:     relayControl{d.Relay},
+		Relay:     d.Relay,
 		Actor:     inspect.DefaultActor(io.Getenv),
 		Context:   ctx,
 		Extras:    demoExtras(d),
@@ -48,7 +48,7 @@ func runDemoConsole(ctx context.Context, d *demo.Demo, cfg demo.Config, io IO) e
 		return err
 	}
 	defer closeLag()
-	err = tui.Run(opts)
+	err = console.Run(opts)
 	cancel()
 	fmt.Fprintln(io.Err, "outboxtop demo: stopping; removing the throwaway database")
 	wg.Wait()
@@ -60,8 +60,8 @@ func runDemoConsole(ctx context.Context, d *demo.Demo, cfg demo.Config, io IO) e
 
 // demoExtras are the demo's fault switches. The console lists them in its
 // help under "extras" and shows their state in the Overview.
-func demoExtras(d *demo.Demo) []tui.Extra {
-	return []tui.Extra{
+func demoExtras(d *demo.Demo) []console.Extra {
+	return []console.Extra{
 		{
 			Key: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "broker outage")),
 			Run: func(context.Context) (string, error) {

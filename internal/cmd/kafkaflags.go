@@ -1,9 +1,9 @@
-package cli
+package cmd
 
 import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/relay"
 )
 

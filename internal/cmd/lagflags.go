@@ -1,4 +1,4 @@
-package cli
+package cmd
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/outboxtop/outboxtop/internal/console"
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
 	"github.com/outboxtop/outboxtop/relay"
-	"github.com/outboxtop/outboxtop/tui"
 )
 
 // lagFlags select the consumer groups whose lag status, the console and /metrics
@@ -71,7 +71,7 @@ func (f *lagFlags) cache(k relay.KafkaConfig, pool *pgxpool.Pool, schema string)
 }
 
 // consoleLag sets opts.Consumers for a console reaching Kafka as k does.
-func (f *lagFlags) consoleLag(opts *tui.Options, k relay.KafkaConfig, pool *pgxpool.Pool, schema string) (func(), error) {
+func (f *lagFlags) consoleLag(opts *console.Options, k relay.KafkaConfig, pool *pgxpool.Pool, schema string) (func(), error) {
 	lag, done, err := f.cache(k, pool, schema)
 	if err == nil && lag != nil {
 		opts.Consumers = lag

@@ -1,4 +1,4 @@
-package cli
+package cmd
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func openApp(ctx context.Context, d *dbFlags, io IO, cfg app.Config) (*app.App, 
 func usageOf(err error) error {
 	var ce app.ConfigError
 	if errors.As(err, &ce) {
-		return usagef("%v", ce.Err)
+		return usagef("%v", inFlagWords(ce.Err))
 	}
 	return err
 }

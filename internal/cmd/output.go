@@ -1,18 +1,17 @@
-package cli
+package cmd
 
 import (
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"io"
-
-	"github.com/outboxtop/outboxtop/tui"
 )
 
-// writeJSON is every --json output: tui.MarshalJSON escapes each character that
+// writeJSON is every --json output: termtext.MarshalJSON escapes each character that
 // could drive a terminal, so a consumer decodes the stored text exactly and a
 // person who prints it sees it inert. It bypasses the line cap: a JSON value must
 // stay whole.
 func writeJSON(w io.Writer, v any) error {
-	b, err := tui.MarshalJSON(v)
+	b, err := termtext.MarshalJSON(v)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
-package cli
+package cmd
 
 import (
+	"errors"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -76,7 +78,7 @@ func (f *relayFlags) resolve(schema string, io IO) error {
 	f.cfg.Schema = schema
 	f.cfg.Version = Version
 	if err := f.cfg.Validate(); err != nil {
-		return usagef("%v", err)
+		return usagef("%v", inFlagWords(err))
 	}
 	f.kafka.MaxMessageBytes, f.kafka.DeliveryTimeout, f.kafka.MaxBufferedRecords = 0, 0, 0
 	f.kafka = f.cfg.Kafka(f.kafka)
@@ -135,4 +137,32 @@ func refuseRelayFlagsWithoutRelay(fs *pflag.FlagSet, io IO) error {
 		}
 	})
 	return err
+}
+
+// relayFlagOf is the flag that sets each relay.Config field a ConfigError may
+// name (Schema is the commands' own --schema).
+var relayFlagOf = map[string]string{
+	"Schema": "--schema", "BatchSize": "--batch-size", "InFlight": "--in-flight", "Lease": "--lease",
+	"MaxAttempts": "--max-attempts", "BackoffBase": "--backoff-base", "BackoffMax": "--backoff-max",
+	"PollInterval": "--poll-interval", "Ordering": "--ordering", "PublishTimeout": "--publish-timeout",
+	"LockTimeout": "--lock-timeout", "SweepInterval": "--sweep-interval", "HeartbeatInterval": "--heartbeat-interval",
+	"Holder": "the relay's holder name", "MaxMessageBytes": "--kafka-max-message-bytes",
+	"TopicTemplate": "--topic-template", "Topics": "--topics",
+}
+
+var relayFieldWord = regexp.MustCompile(`\b[A-Z][A-Za-z]+\b`)
+
+// inFlagWords says a relay.ConfigError in the flags' names: the relay speaks
+// of its Config fields, a user of this binary set flags.
+func inFlagWords(err error) error {
+	var ce *relay.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return errors.New(relayFieldWord.ReplaceAllStringFunc(ce.Error(), func(w string) string {
+		if flag, ok := relayFlagOf[w]; ok {
+			return flag
+		}
+		return w
+	}))
 }

@@ -1,4 +1,4 @@
-package cli
+package cmd
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/app"
-	"github.com/outboxtop/outboxtop/internal/sshconsole"
-	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/internal/console"
+	"github.com/outboxtop/outboxtop/internal/inspect"
+	"github.com/outboxtop/outboxtop/internal/sshserve"
 )
 
 // serveFlags are outboxtop serve's flags: the SSH server's, and the console's.
@@ -107,9 +107,9 @@ func runServe(ctx context.Context, args []string, io IO) error {
 		return err
 	}
 	defer a.Close()
-	console := tui.Options{Inspector: a.Inspector, ReadOnly: f.readOnly, MissingTopics: missingTopicsOf(a.Pool, f.db.schema)}
+	opts := console.Options{Inspector: a.Inspector, ReadOnly: f.readOnly, MissingTopics: missingTopicsOf(a.Pool, f.db.schema)}
 	if a.Relay != nil {
-		console.Relay = relayControl{a.Relay}
+		opts.Relay = a.Relay
 	}
 	// One lag cache for every session: the brokers are asked once per --lag-interval.
 	if f.noRelay {
@@ -118,20 +118,20 @@ func runServe(ctx context.Context, args []string, io IO) error {
 		}
 	}
 	if len(f.relay.kafka.Brokers) > 0 { // the detail reads records back
-		console.Kafka = kafkaClientFor(f.relay.kafka)
+		opts.Kafka = kafkaClientFor(f.relay.kafka)
 	}
-	closeLag, err := f.lag.consoleLag(&console, f.relay.kafka, a.Pool, f.db.schema)
+	closeLag, err := f.lag.consoleLag(&opts, f.relay.kafka, a.Pool, f.db.schema)
 	if err != nil {
 		return err
 	}
 	defer closeLag()
-	srv, err := sshconsole.New(sshconsole.Config{
+	srv, err := sshserve.New(sshserve.Config{
 		HostKeyPath:        f.hostKey,
 		AuthorizedKeysPath: f.authorizedKeys,
 		OperatorsPath:      f.operators,
 		IdleTimeout:        f.idleTimeout,
 		MaxSessionsPerKey:  f.maxPerKey,
-		Console:            console,
+		Console:            opts,
 		ReadOnlyInspector:  a.ReadOnlyInspector,
 		Status:             statusWriter(a.Inspector),
 		Logger:             logger,
@@ -170,7 +170,7 @@ func statusWriter(in *inspect.Inspector) func(context.Context, io.Writer) error 
 // reloadKeysOnSIGHUP re-reads srv's key files on every SIGHUP (they are also
 // polled for changes: removed keys lose their sessions) until the returned stop
 // is called. SIGHUP is caught from this call on, so it never ends the process.
-func reloadKeysOnSIGHUP(srv *sshconsole.Server, logger *slog.Logger) (stop func()) {
+func reloadKeysOnSIGHUP(srv *sshserve.Server, logger *slog.Logger) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})

@@ -1,4 +1,4 @@
-package cli
+package cmd
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/console"
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
 	"github.com/outboxtop/outboxtop/internal/fleet"
-	"github.com/outboxtop/outboxtop/internal/sshconsole"
-	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/internal/inspect"
+	"github.com/outboxtop/outboxtop/internal/sshserve"
 )
 
 // serveFleetFlags are serve's flags that apply with --fleet, besides fleetKafkaFlags.
@@ -54,14 +54,14 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 	defer p.Close()
 	pools := &fleetPools{poller: p, dial: fleetLagDial(f.relay.kafka), pools: map[string]*pgxpool.Pool{}, lags: map[string]fleetLag{}}
 	defer pools.close()
-	srv, err := sshconsole.New(sshconsole.Config{
+	srv, err := sshserve.New(sshserve.Config{
 		HostKeyPath:        f.hostKey,
 		AuthorizedKeysPath: f.authorizedKeys,
 		OperatorsPath:      f.operators,
 		IdleTimeout:        f.idleTimeout,
 		MaxSessionsPerKey:  f.maxPerKey,
-		Console:            tui.Options{ReadOnly: f.readOnly},
-		Fleet: &sshconsole.Fleet{
+		Console:            console.Options{ReadOnly: f.readOnly},
+		Fleet: &sshserve.Fleet{
 			Source: p,
 			Title:  filepath.Base(f.fleet),
 			Open:   pools.open,
@@ -108,11 +108,11 @@ type fleetPools struct {
 }
 
 type fleetLag struct {
-	lag   tui.ConsumerLag
+	lag   console.ConsumerLag
 	close func()
 }
 
-func (f *fleetPools) open(ctx context.Context, name string, operator bool) (tui.Options, func(), error) {
+func (f *fleetPools) open(ctx context.Context, name string, operator bool) (console.Options, func(), error) {
 	f.mu.Lock()
 	pool, schema := f.pools[name], ""
 	f.mu.Unlock()
@@ -125,7 +125,7 @@ func (f *fleetPools) open(ctx context.Context, name string, operator bool) (tui.
 	if pool == nil {
 		np, _, err := f.poller.Open(ctx, name, 8)
 		if err != nil {
-			return tui.Options{}, nil, err
+			return console.Options{}, nil, err
 		}
 		f.mu.Lock()
 		if pool = f.pools[name]; pool == nil {
@@ -141,7 +141,7 @@ func (f *fleetPools) open(ctx context.Context, name string, operator bool) (tui.
 	}
 	in, err := inspect.New(pool, schema, opts...)
 	if err != nil {
-		return tui.Options{}, nil, err
+		return console.Options{}, nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -149,12 +149,12 @@ func (f *fleetPools) open(ctx context.Context, name string, operator bool) (tui.
 	if !ok {
 		lag, closeLag, err := fleetOutboxLag(f.dial, outbox, pool)
 		if err != nil {
-			return tui.Options{}, nil, err
+			return console.Options{}, nil, err
 		}
 		l = fleetLag{lag, closeLag}
 		f.lags[name] = l
 	}
-	return tui.Options{Inspector: in, Consumers: l.lag, MissingTopics: missingTopicsOf(pool, schema)}, nil, nil
+	return console.Options{Inspector: in, Consumers: l.lag, MissingTopics: missingTopicsOf(pool, schema)}, nil, nil
 }
 
 func (f *fleetPools) close() {

@@ -1,9 +1,10 @@
-package cli
+package cmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"io"
 	"strconv"
 	"strings"
@@ -11,11 +12,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
 	"github.com/outboxtop/outboxtop/internal/fleet"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/relay"
-	"github.com/outboxtop/outboxtop/tui"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -200,7 +200,7 @@ func status(ctx context.Context, args []string, io IO) error {
 		check.MaxFailed = maxFailed
 	}
 	if consumers != nil {
-		th.CheckLag(verdict, *consumers, tui.Sanitize)
+		th.CheckLag(verdict, *consumers, termtext.Sanitize)
 	}
 	check.Crossed, check.Thresholds, check.Unsure = verdict.Crossed, verdict.Thresholds, verdict.Unsure
 	level := int(verdict.Level)
@@ -231,7 +231,7 @@ func status(ctx context.Context, args []string, io IO) error {
 // unknown ends status as UNKNOWN: the database did not answer, so nothing can be
 // said about the outbox.
 func unknown(io IO, asJSON bool, err error) error {
-	msg := tui.Sanitize(oneLine(err.Error()))
+	msg := termtext.Sanitize(termtext.OneLine(err.Error()))
 	if asJSON {
 		_ = writeJSON(io.Out, struct {
 			Check statusCheck `json:"check"`
@@ -255,7 +255,7 @@ func statusSummary(check statusCheck, s inspect.Snapshot, publishable inspect.Ag
 			c.Bounds.Failed.Format(c.Failed), s.Blocked.Bound.Format(s.Blocked.Count), publishable)
 		if consumers != nil {
 			if n, group := consumers.MaxLag(); group != "" {
-				fmt.Fprintf(&b, ", consumer lag %d (%s)", n, short(tui.Sanitize(group), 40))
+				fmt.Fprintf(&b, ", consumer lag %d (%s)", n, short(termtext.Sanitize(group), 40))
 			}
 		}
 	}
@@ -377,7 +377,7 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 	if c.Failed > 0 {
 		fmt.Fprintln(w, "failed by error:")
 		for _, g := range s.FailedByError {
-			fmt.Fprintf(w, "  %6d  %s\n", g.Count, short(tui.Sanitize(g.Key), 100))
+			fmt.Fprintf(w, "  %6d  %s\n", g.Count, short(termtext.Sanitize(g.Key), 100))
 		}
 	}
 	if s.Blocked.Count > 0 {
@@ -388,8 +388,8 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 				fmt.Fprintf(w, "  … (%s more)\n", s.Blocked.Bound.Format(s.Blocked.Count-5))
 				break
 			}
-			fmt.Fprintf(w, "  %s/%s behind %s (%s) with %d waiting", short(tui.Sanitize(b.AggregateType), 30),
-				short(tui.Sanitize(b.AggregateID), 40), b.Blocker.EventID, b.Blocker.State, b.Waiting)
+			fmt.Fprintf(w, "  %s/%s behind %s (%s) with %d waiting", short(termtext.Sanitize(b.AggregateType), 30),
+				short(termtext.Sanitize(b.AggregateID), 40), b.Blocker.EventID, b.Blocker.State, b.Waiting)
 			if b.FailedBehind > 0 {
 				fmt.Fprintf(w, ", %d failed behind", b.FailedBehind)
 			}
@@ -398,7 +398,7 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 	}
 	printRelays(w, s)
 	for _, con := range s.Inbox {
-		fmt.Fprintf(w, "inbox %s: %s consumed, %d in the last 5m\n", short(tui.Sanitize(con.Name), 40), con.Total, con.Last5m)
+		fmt.Fprintf(w, "inbox %s: %s consumed, %d in the last 5m\n", short(termtext.Sanitize(con.Name), 40), con.Total, con.Last5m)
 	}
 	for _, t := range s.Health.Tables {
 		fmt.Fprintf(w, "table %s: %d live, %d dead tuples, %s + %s indexes", t.Table, t.LiveTuples, t.DeadTuples,
@@ -479,8 +479,8 @@ func runEvents(ctx context.Context, args []string, io IO) error {
 	fmt.Fprintf(io.Out, "%-36s  %-9s  %-20s  %-28s  %8s  %10s  %s\n", "EVENT ID", "STATE", "EVENT TYPE", "AGGREGATE", "ATTEMPTS", "AGE", "LAST ERROR")
 	for _, e := range page.Events {
 		fmt.Fprintf(io.Out, "%-36s  %-9s  %-20s  %-28s  %8d  %10s  %s\n", e.EventID, e.State,
-			short(tui.Sanitize(e.EventType), 20), short(tui.Sanitize(e.AggregateType+"/"+e.AggregateID), 28), e.Attempts,
-			e.Age.Duration().Round(time.Second), short(tui.Sanitize(e.LastError), 60))
+			short(termtext.Sanitize(e.EventType), 20), short(termtext.Sanitize(e.AggregateType+"/"+e.AggregateID), 28), e.Attempts,
+			e.Age.Duration().Round(time.Second), short(termtext.Sanitize(e.LastError), 60))
 	}
 	if page.Next != "" {
 		fmt.Fprintf(io.Out, "next: %s\n", page.Next)

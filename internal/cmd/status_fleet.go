@@ -1,8 +1,9 @@
-package cli
+package cmd
 
 import (
 	"context"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"io"
 	"regexp"
 	"slices"
@@ -14,7 +15,6 @@ import (
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
 	"github.com/outboxtop/outboxtop/internal/fleet"
 	"github.com/outboxtop/outboxtop/relay"
-	"github.com/outboxtop/outboxtop/tui"
 )
 
 // statusFleetJSON is `status --fleet FILE --json`: the verdict over the fleet and
@@ -187,14 +187,14 @@ func lagText(l *fleet.Lag, condition string) string {
 // sanitizeRow makes what the database and the brokers said fit to print (the
 // JSON encoder escapes on its own; the lines need this).
 func sanitizeRow(r *fleet.Row) {
-	r.Reason = tui.Sanitize(r.Reason)
+	r.Reason = termtext.Sanitize(r.Reason)
 	r.Crossed = slices.Clone(r.Crossed) // the poller's own
 	for k := range r.Crossed {
-		r.Crossed[k] = tui.Sanitize(r.Crossed[k])
+		r.Crossed[k] = termtext.Sanitize(r.Crossed[k])
 	}
 	if r.Lag != nil {
 		l := *r.Lag
-		l.Problem, l.MaxLagGroup = tui.Sanitize(l.Problem), tui.Sanitize(l.MaxLagGroup)
+		l.Problem, l.MaxLagGroup = termtext.Sanitize(l.Problem), termtext.Sanitize(l.MaxLagGroup)
 		r.Lag = &l
 	}
 }

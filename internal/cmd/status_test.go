@@ -1,4 +1,4 @@
-package cli
+package cmd
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/fleet"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/pgtemp"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 )
@@ -220,7 +220,7 @@ func TestStatusUsageErrorsExit64(t *testing.T) {
 			t.Errorf("%v: exit %d, want 64, one line on stderr: %q", args, r.code, r.err)
 		}
 	}
-	if r := run(t, nil, "status", "--help"); r.code != ExitOK || !strings.Contains(r.out+r.err, "--crit-blocked") {
+	if r := run(t, nil, "status", "--help-all"); r.code != ExitOK || !strings.Contains(r.out+r.err, "--crit-blocked") {
 		t.Errorf("status --help: exit %d", r.code)
 	}
 }

@@ -1,13 +1,13 @@
-package cli
+package cmd
 
 import (
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"io"
 	"strings"
 	"time"
 
-	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // printHorizon is status's report of the xmin horizon: whether it is held (past
@@ -34,7 +34,7 @@ func printHorizon(w io.Writer, h inspect.Horizon, after time.Duration) {
 	for _, x := range h.Holders {
 		fmt.Fprintf(w, "  %s\n", holderText(x))
 		if q := strings.TrimSpace(x.Query); q != "" && !x.Hidden {
-			fmt.Fprintf(w, "    query: %s\n", short(tui.Sanitize(oneLine(q)), 100))
+			fmt.Fprintf(w, "    query: %s\n", short(termtext.Sanitize(termtext.OneLine(q)), 100))
 		}
 	}
 	if x, held := h.Held(after); held {
@@ -45,7 +45,7 @@ func printHorizon(w io.Writer, h inspect.Horizon, after time.Duration) {
 // holderText is one holder on one line: kind, who, state, ages.
 func holderText(x inspect.XminHolder) string {
 	var b strings.Builder
-	clean := func(s string) string { return short(tui.Sanitize(s), 40) }
+	clean := func(s string) string { return short(termtext.Sanitize(s), 40) }
 	hidden := func(s string) string {
 		if x.Hidden {
 			return "hidden"
@@ -96,16 +96,16 @@ func orDash(s string) string {
 func endHint(x inspect.XminHolder) string {
 	switch x.Kind {
 	case inspect.HolderPrepared:
-		return "ROLLBACK PREPARED (or COMMIT PREPARED) " + quoteLiteral(tui.Sanitize(x.Name)) + " as its owner or a superuser"
+		return "ROLLBACK PREPARED (or COMMIT PREPARED) " + quoteLiteral(termtext.Sanitize(x.Name)) + " as its owner or a superuser"
 	case inspect.HolderSlot:
 		if x.SlotActive != nil && *x.SlotActive && x.Holds == "xmin" {
 			// A standby reads the slot: its hot_standby_feedback sets the xmin.
-			return "the standby reading slot " + quoteLiteral(tui.Sanitize(x.Name)) + " sends this xmin (hot_standby_feedback): end the long query there, or set hot_standby_feedback off"
+			return "the standby reading slot " + quoteLiteral(termtext.Sanitize(x.Name)) + " sends this xmin (hot_standby_feedback): end the long query there, or set hot_standby_feedback off"
 		}
-		return "SELECT pg_drop_replication_slot(" + quoteLiteral(tui.Sanitize(x.Name)) + ") once nothing needs it (or bring its reader back)"
+		return "SELECT pg_drop_replication_slot(" + quoteLiteral(termtext.Sanitize(x.Name)) + ") once nothing needs it (or bring its reader back)"
 	case inspect.HolderStandby:
 		return fmt.Sprintf("end the long query on the standby %s, or set hot_standby_feedback off there; outboxtop terminate-backend --pid %d only makes it reconnect and send its feedback again",
-			short(tui.Sanitize(x.Application), 40), x.PID)
+			short(termtext.Sanitize(x.Application), 40), x.PID)
 	}
 	return fmt.Sprintf("outboxtop terminate-backend --pid %d (or the console's T)", x.PID)
 }

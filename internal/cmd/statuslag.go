@@ -1,7 +1,8 @@
-package cli
+package cmd
 
 import (
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"io"
 	"slices"
 	"strings"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
 	"github.com/outboxtop/outboxtop/internal/fleet"
-	"github.com/outboxtop/outboxtop/tui"
 )
 
 // lagThresholds are status's consumer lag checks, per group: its lag summed over
@@ -89,24 +89,24 @@ func printConsumers(w io.Writer, r consumerlag.Report) {
 	case len(r.Topics) == 0:
 		fmt.Fprintln(w, "consumers: no outbox topic to measure lag on (no recent published event names one; --lag-topics names them)")
 	case len(r.Groups) == 0:
-		fmt.Fprintf(w, "consumers: no consumer group reads %s\n", short(tui.Sanitize(strings.Join(r.Topics, ", ")), 100))
+		fmt.Fprintf(w, "consumers: no consumer group reads %s\n", short(termtext.Sanitize(strings.Join(r.Topics, ", ")), 100))
 	default:
 		fmt.Fprintln(w, "consumers (lag on the outbox's topics):")
 	}
 	for _, g := range r.Groups {
-		name := short(tui.Sanitize(g.Name), 40)
+		name := short(termtext.Sanitize(g.Name), 40)
 		if g.Error != "" {
-			fmt.Fprintf(w, "  %s: %s\n", name, short(tui.Sanitize(g.Error), 100))
+			fmt.Fprintf(w, "  %s: %s\n", name, short(termtext.Sanitize(g.Error), 100))
 			continue
 		}
-		fmt.Fprintf(w, "  %s (%s, %d members): lag %d%s\n", name, tui.Sanitize(g.State), g.Members, g.Lag, oldestText(g.OldestAge))
+		fmt.Fprintf(w, "  %s (%s, %d members): lag %d%s\n", name, termtext.Sanitize(g.State), g.Members, g.Lag, oldestText(g.OldestAge))
 		for _, t := range g.Topics {
-			fmt.Fprintf(w, "    %s: lag %d%s\n", short(tui.Sanitize(t.Topic), 60), t.Lag, oldestText(t.OldestAge))
+			fmt.Fprintf(w, "    %s: lag %d%s\n", short(termtext.Sanitize(t.Topic), 60), t.Lag, oldestText(t.OldestAge))
 		}
 	}
 	for _, e := range slices.Concat(r.Errors, []string{r.AgeError}) {
 		if e != "" {
-			fmt.Fprintf(w, "consumer lag: %s\n", short(tui.Sanitize(e), 200))
+			fmt.Fprintf(w, "consumer lag: %s\n", short(termtext.Sanitize(e), 200))
 		}
 	}
 }

@@ -1,13 +1,13 @@
-package cli
+package cmd
 
 import (
 	"context"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"io"
 
 	"github.com/outboxtop/outboxtop/internal/fleet"
 	"github.com/outboxtop/outboxtop/relay"
-	"github.com/outboxtop/outboxtop/tui"
 )
 
 // checkMissingTopics is status's missing-topic condition: unpublished events
@@ -22,7 +22,7 @@ func checkMissingTopics(ctx context.Context, q relay.Querier, schema string, c *
 		return nil, err
 	}
 	for _, w := range waits {
-		c.Note(fmt.Sprintf("topic %q does not exist: %d events wait for it", tui.Sanitize(w.Topic), w.Events), fleet.Warning)
+		c.Note(fmt.Sprintf("topic %q does not exist: %d events wait for it", termtext.Sanitize(w.Topic), w.Events), fleet.Warning)
 	}
 	return waits, nil
 }
@@ -34,6 +34,6 @@ func printMissingTopics(w io.Writer, waits []relay.TopicWait) {
 	}
 	fmt.Fprintf(w, "waiting for topics that do not exist (create them, or run the relay with --kafka-auto-create-topics; of the oldest %d pending events):\n", relay.WaitWindow)
 	for _, t := range waits {
-		fmt.Fprintf(w, "  %6d  %s\n", t.Events, short(tui.Sanitize(t.Topic), 100))
+		fmt.Fprintf(w, "  %6d  %s\n", t.Events, short(termtext.Sanitize(t.Topic), 100))
 	}
 }

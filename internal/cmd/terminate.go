@@ -1,12 +1,13 @@
-package cli
+package cmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strings"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // runTerminateBackend is `outboxtop terminate-backend --pid N`: it ends a backend
@@ -98,7 +99,7 @@ func terminateError(name string, err error) error {
 	for _, refusal := range []error{inspect.ErrReadOnly, inspect.ErrNotBackend, inspect.ErrHolderHidden, inspect.ErrHolderGone,
 		inspect.ErrHolderChanged, inspect.ErrSignalDenied, inspect.ErrNotOperator} {
 		if errors.Is(err, refusal) {
-			return exitError{code: ExitUsage, msg: fmt.Sprintf("refusing to %s: %s", name, oneLine(err.Error()))}
+			return exitError{code: ExitUsage, msg: fmt.Sprintf("refusing to %s: %s", name, termtext.OneLine(err.Error()))}
 		}
 	}
 	return err

@@ -1,15 +1,15 @@
-package cli
+package cmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"io"
 	"strings"
 	"time"
 
-	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // splitAggregate reads TYPE/ID; the id may hold more slashes, the type not.
@@ -35,7 +35,7 @@ func runTimeline(ctx context.Context, db *dbFlags, aggregate string, limit int, 
 	defer pool.Close()
 	t, err := in.Timeline(ctx, typ, id, limit)
 	if errors.Is(err, inspect.ErrNotFound) {
-		return exitError{code: ExitFailure, msg: tui.Sanitize(err.Error())}
+		return exitError{code: ExitFailure, msg: termtext.Sanitize(err.Error())}
 	}
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ func runTimeline(ctx context.Context, db *dbFlags, aggregate string, limit int, 
 }
 
 func printTimeline(w io.Writer, t inspect.Timeline, now time.Time) {
-	agg := tui.Sanitize(t.AggregateType) + "/" + tui.Sanitize(t.AggregateID)
+	agg := termtext.Sanitize(t.AggregateType) + "/" + termtext.Sanitize(t.AggregateID)
 	fmt.Fprintf(w, "AGGREGATE %s · %d events listed", agg, len(t.Events))
 	if t.Before > 0 || t.After > 0 {
 		fmt.Fprintf(w, " (%d earlier and %d later not listed)", t.Before, t.After)
@@ -65,7 +65,7 @@ func printTimeline(w io.Writer, t inspect.Timeline, now time.Time) {
 		}
 		fmt.Fprintln(w)
 		if b.LastError != "" {
-			fmt.Fprintf(w, "  last error: %s\n", short(tui.Sanitize(b.LastError), 200))
+			fmt.Fprintf(w, "  last error: %s\n", short(termtext.Sanitize(b.LastError), 200))
 		}
 	} else {
 		fmt.Fprintln(w, "not blocked")
@@ -81,11 +81,11 @@ func printTimeline(w io.Writer, t inspect.Timeline, now time.Time) {
 		}
 		kafka := "-"
 		if e.KafkaPartition != nil && e.KafkaOffset != nil {
-			kafka = fmt.Sprintf("%s[%d]@%d", short(tui.Sanitize(e.KafkaTopic), 14), *e.KafkaPartition, *e.KafkaOffset)
+			kafka = fmt.Sprintf("%s[%d]@%d", short(termtext.Sanitize(e.KafkaTopic), 14), *e.KafkaPartition, *e.KafkaOffset)
 		}
 		applied := make([]string, 0, len(e.Consumed))
 		for _, c := range e.Consumed {
-			applied = append(applied, tui.Sanitize(c.Consumer))
+			applied = append(applied, termtext.Sanitize(c.Consumer))
 		}
 		by := strings.Join(applied, ", ")
 		if e.State == inspect.Archived && e.PublishedAt == nil {

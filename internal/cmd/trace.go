@@ -1,17 +1,17 @@
-package cli
+package cmd
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -22,8 +22,7 @@ import (
 func runTrace(ctx context.Context, args []string, io IO) error {
 	fs := newFlagSet("trace", io)
 	fs.Usage = func() {
-		fmt.Fprintf(io.Err, "Usage: outboxtop trace EVENT_ID [flags]\n\nEVENT_ID is an event id or its start (or, from 6 hex digits, its end).\n\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(io.Err, fs, "Usage: outboxtop trace EVENT_ID [flags]\n\nEVENT_ID is an event id or its start (or, from 6 hex digits, its end).\n", false)
 	}
 	var db dbFlags
 	db.register(fs)
@@ -50,9 +49,9 @@ func runTrace(ctx context.Context, args []string, io IO) error {
 	t, err := in.Trace(ctx, id)
 	switch {
 	case errors.Is(err, inspect.ErrAmbiguous):
-		return exitError{code: ExitUsage, msg: tui.Sanitize(err.Error())}
+		return exitError{code: ExitUsage, msg: termtext.Sanitize(err.Error())}
 	case errors.Is(err, inspect.ErrNotFound):
-		return exitError{code: ExitFailure, msg: tui.Sanitize(err.Error())}
+		return exitError{code: ExitFailure, msg: termtext.Sanitize(err.Error())}
 	case err != nil:
 		return err
 	}
@@ -70,11 +69,11 @@ func runTrace(ctx context.Context, args []string, io IO) error {
 	case k == nil || k.OK():
 		return nil
 	case k.Err != "":
-		return exitError{code: ExitFailure, msg: "could not read the record back: " + oneLine(tui.Sanitize(k.Err))}
+		return exitError{code: ExitFailure, msg: "could not read the record back: " + termtext.OneLine(termtext.Sanitize(k.Err))}
 	case !k.Found:
-		return exitError{code: ExitFailure, msg: fmt.Sprintf("record MISSING at %s[%d]@%d", tui.Sanitize(k.Topic), k.Partition, k.Offset)}
+		return exitError{code: ExitFailure, msg: fmt.Sprintf("record MISSING at %s[%d]@%d", termtext.Sanitize(k.Topic), k.Partition, k.Offset)}
 	}
-	return exitError{code: ExitFailure, msg: fmt.Sprintf("the record at %s[%d]@%d is NOT this event's", tui.Sanitize(t.Kafka.Topic), t.Kafka.Partition, t.Kafka.Offset)}
+	return exitError{code: ExitFailure, msg: fmt.Sprintf("the record at %s[%d]@%d is NOT this event's", termtext.Sanitize(t.Kafka.Topic), t.Kafka.Partition, t.Kafka.Offset)}
 }
 
 // parseOneArg is parse for a command that takes exactly one positional argument.
@@ -111,7 +110,7 @@ func printTrace(w io.Writer, t inspect.Trace, withKafka bool, now time.Time) {
 		return p.UTC().Format("2006-01-02 15:04:05.000Z") + "  (" + rel + ")"
 	}
 	kv := func(k, v string) { fmt.Fprintf(w, "%-15s %s\n", k, v) }
-	fmt.Fprintf(w, "EVENT %s  %s  %s/%s\n", t.EventID, tui.Sanitize(t.EventType), tui.Sanitize(t.AggregateType), tui.Sanitize(t.AggregateID))
+	fmt.Fprintf(w, "EVENT %s  %s  %s/%s\n", t.EventID, termtext.Sanitize(t.EventType), termtext.Sanitize(t.AggregateType), termtext.Sanitize(t.AggregateID))
 	state := string(t.State)
 	if t.LeaseExpired {
 		state += " (lease expired: claimable again)"
@@ -120,17 +119,17 @@ func printTrace(w io.Writer, t inspect.Trace, withKafka bool, now time.Time) {
 	kv("created_at", ts(&t.CreatedAt))
 	kv("available_at", ts(&t.AvailableAt))
 	if t.LeaseUntil != nil {
-		kv("lease_until", ts(t.LeaseUntil)+" · token "+tui.Sanitize(t.LeaseToken))
+		kv("lease_until", ts(t.LeaseUntil)+" · token "+termtext.Sanitize(t.LeaseToken))
 	}
 	if t.LeaseHolder != "" {
 		// lease_holder names the relay of the latest claim and is kept after it.
 		switch {
 		case t.State == wire.Leased:
-			kv("held by", tui.Sanitize(t.LeaseHolder))
+			kv("held by", termtext.Sanitize(t.LeaseHolder))
 		case t.PublishedAt != nil:
-			kv("published by", tui.Sanitize(t.LeaseHolder))
+			kv("published by", termtext.Sanitize(t.LeaseHolder))
 		default:
-			kv("last relay", tui.Sanitize(t.LeaseHolder))
+			kv("last relay", termtext.Sanitize(t.LeaseHolder))
 		}
 	}
 	kv("published_at", ts(t.PublishedAt))
@@ -144,13 +143,13 @@ func printTrace(w io.Writer, t inspect.Trace, withKafka bool, now time.Time) {
 		if t.PublishedAt != nil {
 			// The relay clears last_error when it marks an event published; a row
 			// published by an older one kept an earlier attempt's error.
-			kv("earlier error", short(tui.Sanitize(t.LastError), 300)+" (before it was published)")
+			kv("earlier error", short(termtext.Sanitize(t.LastError), 300)+" (before it was published)")
 		} else {
-			kv("last_error", short(tui.Sanitize(t.LastError), 300))
+			kv("last_error", short(termtext.Sanitize(t.LastError), 300))
 		}
 	}
 	if t.ReplayOf != "" {
-		kv("replay_of", tui.Sanitize(t.ReplayOf))
+		kv("replay_of", termtext.Sanitize(t.ReplayOf))
 	}
 	for _, r := range t.Replays {
 		kv("replayed as", r)
@@ -161,24 +160,24 @@ func printTrace(w io.Writer, t inspect.Trace, withKafka bool, now time.Time) {
 	case t.KafkaTopic == "" || t.KafkaPartition == nil || t.KafkaOffset == nil:
 		kv("KAFKA", "no coordinates: the relay has not marked this event published")
 	default:
-		kv("KAFKA", fmt.Sprintf("%s [partition %d] @ offset %d", tui.Sanitize(t.KafkaTopic), *t.KafkaPartition, *t.KafkaOffset))
+		kv("KAFKA", fmt.Sprintf("%s [partition %d] @ offset %d", termtext.Sanitize(t.KafkaTopic), *t.KafkaPartition, *t.KafkaOffset))
 		switch {
 		case !withKafka:
 			kv("record", "not checked: no --brokers or KAFKA_BROKERS")
 		case k.Err != "":
-			kv("record", "COULD NOT READ: "+oneLine(tui.Sanitize(k.Err)))
+			kv("record", "COULD NOT READ: "+termtext.OneLine(termtext.Sanitize(k.Err)))
 		case !k.Found:
-			kv("record", "MISSING: "+tui.Sanitize(k.Missing))
+			kv("record", "MISSING: "+termtext.Sanitize(k.Missing))
 			kv("partition", fmt.Sprintf("log start %d · end %d", k.LogStart, k.HighWatermark))
 		default:
-			kv("record", fmt.Sprintf("found · key %s · %d bytes · written %s", tui.Sanitize(k.Key), k.ValueBytes, ts(k.Timestamp)))
+			kv("record", fmt.Sprintf("found · key %s · %d bytes · written %s", termtext.Sanitize(k.Key), k.ValueBytes, ts(k.Timestamp)))
 			var hs []string
 			for _, h := range k.Headers {
-				hs = append(hs, tui.Sanitize(h.Key)+"="+short(tui.Sanitize(h.Value), 60))
+				hs = append(hs, termtext.Sanitize(h.Key)+"="+short(termtext.Sanitize(h.Value), 60))
 			}
 			kv("headers", strings.Join(hs, " "))
 			for _, m := range k.Mismatches {
-				kv("MISMATCH", tui.Sanitize(m))
+				kv("MISMATCH", termtext.Sanitize(m))
 			}
 		}
 	}
@@ -186,14 +185,14 @@ func printTrace(w io.Writer, t inspect.Trace, withKafka bool, now time.Time) {
 	fmt.Fprintln(w)
 	kv("CONSUMERS", fmt.Sprintf("%d applied it", len(t.Consumed)))
 	for _, c := range t.Consumed {
-		fmt.Fprintf(w, "  %-28s %s\n", short(tui.Sanitize(c.Consumer), 28), ts(&c.ConsumedAt))
+		fmt.Fprintf(w, "  %-28s %s\n", short(termtext.Sanitize(c.Consumer), 28), ts(&c.ConsumedAt))
 	}
 	fmt.Fprintln(w)
 	kv("AUDIT", fmt.Sprintf("%d operator actions", len(t.Audit)))
 	for _, a := range t.Audit {
-		line := fmt.Sprintf("  #%-5d %s  %-11s by %s", a.ID, ts(&a.At), a.Action, short(tui.Sanitize(a.Actor), 40))
+		line := fmt.Sprintf("  #%-5d %s  %-11s by %s", a.ID, ts(&a.At), a.Action, short(termtext.Sanitize(a.Actor), 40))
 		if a.Reason != "" {
-			line += ": " + short(tui.Sanitize(a.Reason), 80)
+			line += ": " + short(termtext.Sanitize(a.Reason), 80)
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -1,4 +1,4 @@
-package cli
+package cmd
 
 import (
 	"context"
@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/app"
-	"github.com/outboxtop/outboxtop/internal/sshconsole"
+	"github.com/outboxtop/outboxtop/internal/console"
+	"github.com/outboxtop/outboxtop/internal/inspect"
+	"github.com/outboxtop/outboxtop/internal/sshserve"
 	"github.com/outboxtop/outboxtop/relay"
-	"github.com/outboxtop/outboxtop/tui"
 )
 
 // runTUI opens the console: the application lifecycle (database, schema check,
@@ -32,12 +32,12 @@ func runTUI(ctx context.Context, c *consoleFlags, io IO) error {
 		actor = inspect.DefaultActor(io.Getenv)
 	}
 	return a.Run(ctx, func(ctx context.Context) error {
-		topts := tui.Options{Inspector: a.Inspector, ReadOnly: c.readOnly, Actor: actor, Context: ctx,
+		topts := console.Options{Inspector: a.Inspector, ReadOnly: c.readOnly, Actor: actor, Context: ctx,
 			MissingTopics: missingTopicsOf(a.Pool, c.db.schema)}
 		if a.Relay != nil {
 			// Pause and resume are audited like the actions (a read-only console
 			// cannot pause at all).
-			topts.Relay = sshconsole.AuditedRelay{Relay: relayControl{a.Relay}, Inspector: a.Inspector, Actor: actor,
+			topts.Relay = sshserve.AuditedRelay{Relay: a.Relay, Inspector: a.Inspector, Actor: actor,
 				Context: ctx, Logger: slog.New(slog.DiscardHandler)}
 		}
 		if len(c.relay.kafka.Brokers) > 0 { // the detail reads records back
@@ -48,7 +48,7 @@ func runTUI(ctx context.Context, c *consoleFlags, io IO) error {
 			return err
 		}
 		defer closeLag()
-		err = tui.Run(topts)
+		err = console.Run(topts)
 		if a.Relay != nil && a.Relay.Status().InFlight > 0 {
 			fmt.Fprintln(io.Err, "outboxtop: stopping the relay: waiting for in-flight batches")
 		}
@@ -89,37 +89,18 @@ func (c *consoleFlags) appConfig(io IO) (app.Config, error) {
 // consoleShutdown replaces the default --shutdown-timeout in the console.
 const consoleShutdown = 3 * time.Second
 
-// relayControl adapts *relay.Relay to the console's small interface.
-type relayControl struct{ r *relay.Relay }
-
-func (c relayControl) Pause()  { c.r.Pause() }
-func (c relayControl) Resume() { c.r.Resume() }
-func (c relayControl) Status() tui.RelayStatus {
-	s := c.r.Status()
-	st := tui.RelayStatus{
-		Paused: s.Paused, BrokerReachable: s.BrokerReachable, InFlight: s.InFlight,
-		Published: s.Published, Failed: s.Failed, Retried: s.Retried, LostFences: s.LostFences,
-		LastClaim: s.LastClaim, LastPublish: s.LastPublish, LastBatch: s.LastBatch,
-		LastError: s.LastError, LastErrorAt: s.LastErrorAt,
-	}
-	for _, t := range s.MissingTopics {
-		st.MissingTopics = append(st.MissingTopics, tui.MissingTopic{Topic: t.Topic, Events: t.Events, FirstSeen: t.FirstSeen})
-	}
-	return st
-}
-
 // missingTopicsOf reads, for a console, the Kafka topics that do not exist while
 // events wait for them, as the rows' last_error says (bounded: the oldest
 // relay.WaitWindow pending events).
-func missingTopicsOf(q relay.Querier, schema string) func(context.Context) ([]tui.MissingTopic, error) {
-	return func(ctx context.Context) ([]tui.MissingTopic, error) {
+func missingTopicsOf(q relay.Querier, schema string) func(context.Context) ([]console.MissingTopic, error) {
+	return func(ctx context.Context) ([]console.MissingTopic, error) {
 		waits, err := relay.WaitingForMissingTopics(ctx, q, schema)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]tui.MissingTopic, 0, len(waits))
+		out := make([]console.MissingTopic, 0, len(waits))
 		for _, w := range waits {
-			out = append(out, tui.MissingTopic{Topic: w.Topic, Events: int(w.Events)})
+			out = append(out, console.MissingTopic{Topic: w.Topic, Events: int(w.Events)})
 		}
 		return out, nil
 	}

@@ -1,7 +1,8 @@
-package tui
+package console
 
 import (
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,7 +11,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -185,7 +186,7 @@ func (m *Model) reasonKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 		return nil, true
 	}
 	if t := msg.Key().Text; t != "" && len(p.reason) < 200 {
-		p.reason = append(p.reason, []rune(Sanitize(t))...)
+		p.reason = append(p.reason, []rune(termtext.Sanitize(t))...)
 	}
 	return nil, true
 }
@@ -263,7 +264,7 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 func (m *Model) actionDone(msg actionDoneMsg) tea.Cmd {
 	m.aggregate.next = time.Time{} // an open timeline shows the action's effect at once, however slow its reads
 	if msg.err != nil {
-		m.setStatus(fmt.Sprintf("%s failed: %s", msg.req.action, Sanitize(msg.err.Error())), true)
+		m.setStatus(fmt.Sprintf("%s failed: %s", msg.req.action, termtext.Sanitize(msg.err.Error())), true)
 		return m.startLoad()
 	}
 	s := fmt.Sprintf("%s: %d of %s done (audit #%d)", msg.req.action, msg.result.Rows, events(len(msg.req.ids)), msg.result.AuditID)
@@ -274,7 +275,7 @@ func (m *Model) actionDone(msg actionDoneMsg) tea.Cmd {
 	if msg.req.action == inspect.Replay && msg.newID && len(msg.result.EventIDs) > 0 {
 		short := make([]string, 0, 3)
 		for _, id := range msg.result.EventIDs[:min(3, len(msg.result.EventIDs))] {
-			short = append(short, shortID(Sanitize(id)))
+			short = append(short, shortID(termtext.Sanitize(id)))
 		}
 		s += "; new ids " + strings.Join(short, ", ")
 		m.setStatus(s, false)

@@ -1,8 +1,9 @@
-package tui
+package console
 
 import (
 	"errors"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,7 +12,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -56,7 +57,7 @@ type timelineMsg struct {
 func (m *Model) openAggregate(typ, id string) tea.Cmd {
 	a := &m.aggregate
 	if a.typ != typ || a.id != id || a.table == nil {
-		*a = aggregateModel{typ: typ, id: id, title: Sanitize(typ) + "/" + Sanitize(id), table: newTable(timelineColumns(nil))}
+		*a = aggregateModel{typ: typ, id: id, title: termtext.Sanitize(typ) + "/" + termtext.Sanitize(id), table: newTable(timelineColumns(nil))}
 		a.table.sort = inspect.SortSeq
 		m.layout()
 	}
@@ -103,7 +104,7 @@ func (a *aggregateModel) set(msg timelineMsg, now time.Time) {
 		a.table.loaded = true
 		return
 	case msg.err != nil:
-		a.err = "could not load the aggregate: " + Sanitize(msg.err.Error())
+		a.err = "could not load the aggregate: " + termtext.Sanitize(msg.err.Error())
 		return
 	}
 	a.err = ""
@@ -114,7 +115,7 @@ func (a *aggregateModel) set(msg timelineMsg, now time.Time) {
 		r := newRow(e.Event)
 		var names []string
 		for _, c := range e.Consumed {
-			names = append(names, Sanitize(c.Consumer))
+			names = append(names, termtext.Sanitize(c.Consumer))
 		}
 		switch {
 		case len(names) > 0:
@@ -126,7 +127,7 @@ func (a *aggregateModel) set(msg timelineMsg, now time.Time) {
 	}
 	var blocker string
 	if tl.Blocker != nil {
-		blocker = Sanitize(tl.Blocker.EventID)
+		blocker = termtext.Sanitize(tl.Blocker.EventID)
 	}
 	a.table.columns = timelineColumns(&timelineMarks{applied: applied, blocker: blocker, blockerSeq: blockerSeq(tl)})
 	a.table.SetRows(rows)
@@ -174,7 +175,7 @@ func timelineHead(tl inspect.Timeline, now time.Time) []string {
 	if b.FailedAt != nil {
 		why = "failed " + age(now.Sub(*b.FailedAt)) + " ago"
 	}
-	s = fmt.Sprintf("BLOCKED by %s (%s)", shortID(Sanitize(b.EventID)), why)
+	s = fmt.Sprintf("BLOCKED by %s (%s)", shortID(termtext.Sanitize(b.EventID)), why)
 	if tl.Waiting > 0 && tl.WaitingSince != nil {
 		s += fmt.Sprintf(" · %d waiting behind it for %s", tl.Waiting, age(now.Sub(*tl.WaitingSince)))
 	} else {
@@ -182,7 +183,7 @@ func timelineHead(tl inspect.Timeline, now time.Time) []string {
 	}
 	lines = append(lines, s)
 	if b.LastError != "" {
-		lines = append(lines, "  "+Sanitize(b.LastError))
+		lines = append(lines, "  "+termtext.Sanitize(b.LastError))
 	}
 	return lines
 }

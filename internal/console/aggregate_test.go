@@ -1,4 +1,4 @@
-package tui
+package console
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outboxtop/outboxtop/tui/internal/seed"
+	"github.com/outboxtop/outboxtop/internal/console/internal/seed"
 )
 
 // TestAggregateTimelineOfABlockedAggregate opens Order/ord-1004 (a failed event

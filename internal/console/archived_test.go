@@ -1,12 +1,12 @@
-package tui
+package console
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/tui/internal/seed"
+	"github.com/outboxtop/outboxtop/internal/console/internal/seed"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // TestArchivedViewReplay archives a published event and skips a blocker from the

@@ -1,7 +1,8 @@
-package tui
+package console
 
 import (
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strings"
 	"time"
 
@@ -9,7 +10,7 @@ import (
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // auditModel is the audit log: the operators' actions newest first, filtered by
@@ -106,7 +107,7 @@ func (a *auditModel) set(msg auditMsg, now time.Time) {
 		return // the log was closed, or its filter changed, while this was read
 	}
 	if msg.err != nil {
-		a.err = "could not read the audit log: " + Sanitize(msg.err.Error())
+		a.err = "could not read the audit log: " + termtext.Sanitize(msg.err.Error())
 		return
 	}
 	a.err, a.loaded, a.rows = "", true, len(msg.recs)
@@ -114,13 +115,13 @@ func (a *auditModel) set(msg auditMsg, now time.Time) {
 	for _, r := range msg.recs {
 		events := ""
 		if len(r.EventIDs) > 0 {
-			events = shortID(Sanitize(r.EventIDs[0]))
+			events = shortID(termtext.Sanitize(r.EventIDs[0]))
 			if n := len(r.EventIDs) - 1; n > 0 {
 				events += fmt.Sprintf(" +%d", n)
 			}
 		}
-		fmt.Fprintf(&b, "#%-5d %6s %-11s %s %4d %-11s %s\n", r.ID, age(now.Sub(r.At)), Sanitize(r.Action),
-			fit(Sanitize(r.Actor), 16, false), r.Rows, events, Sanitize(r.Reason))
+		fmt.Fprintf(&b, "#%-5d %6s %-11s %s %4d %-11s %s\n", r.ID, age(now.Sub(r.At)), termtext.Sanitize(r.Action),
+			fit(termtext.Sanitize(r.Actor), 16, false), r.Rows, events, termtext.Sanitize(r.Reason))
 	}
 	if len(msg.recs) == 0 {
 		b.WriteString("  no operator action matches\n")
@@ -162,7 +163,7 @@ func (m *Model) auditFilterDone(apply bool) tea.Cmd {
 	}
 	f, err := parseAuditQuery(string(m.filterInput))
 	if err != nil {
-		m.setStatus("audit filter: "+Sanitize(err.Error()), true)
+		m.setStatus("audit filter: "+termtext.Sanitize(err.Error()), true)
 		return nil
 	}
 	a.text, a.filter = strings.TrimSpace(string(m.filterInput)), f

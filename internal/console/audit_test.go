@@ -1,11 +1,11 @@
-package tui
+package console
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	"github.com/outboxtop/outboxtop/tui/internal/seed"
+	"github.com/outboxtop/outboxtop/internal/console/internal/seed"
 )
 
 func TestAuditLogViewFilters(t *testing.T) {

@@ -1,7 +1,8 @@
-package tui
+package console
 
 import (
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"sort"
 	"time"
 
@@ -47,10 +48,10 @@ func (m *Model) onLagLoaded(msg lagLoadedMsg) {
 func sanitizeReport(r consumerlag.Report) consumerlag.Report {
 	groups := make([]consumerlag.Group, len(r.Groups))
 	for i, g := range r.Groups {
-		g.Name, g.State, g.Error = Sanitize(g.Name), Sanitize(g.State), Sanitize(g.Error)
+		g.Name, g.State, g.Error = termtext.Sanitize(g.Name), termtext.Sanitize(g.State), termtext.Sanitize(g.Error)
 		topics := make([]consumerlag.Topic, len(g.Topics))
 		for j, t := range g.Topics {
-			t.Topic, t.Partitions = Sanitize(t.Topic), nil // the view shows topics, not partitions
+			t.Topic, t.Partitions = termtext.Sanitize(t.Topic), nil // the view shows topics, not partitions
 			topics[j] = t
 		}
 		g.Topics = topics
@@ -59,9 +60,9 @@ func sanitizeReport(r consumerlag.Report) consumerlag.Report {
 	r.Groups = groups
 	r.Errors = append([]string(nil), r.Errors...)
 	for i, e := range r.Errors {
-		r.Errors[i] = Sanitize(e)
+		r.Errors[i] = termtext.Sanitize(e)
 	}
-	r.AgeError = Sanitize(r.AgeError)
+	r.AgeError = termtext.Sanitize(r.AgeError)
 	r.Topics = nil
 	return r
 }

@@ -1,10 +1,10 @@
-package tui
+package console
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/wire"
 )
 

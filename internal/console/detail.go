@@ -1,4 +1,4 @@
-package tui
+package console
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strings"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -85,7 +86,7 @@ func loadDetail(ctx context.Context, in *inspect.Inspector, now func() time.Time
 	if err != nil {
 		return detailMsg{id: id, err: err}
 	}
-	return detailMsg{id: id, title: Sanitize(d.EventType) + " " + Sanitize(d.EventID), content: detailText(d, now()),
+	return detailMsg{id: id, title: termtext.Sanitize(d.EventType) + " " + termtext.Sanitize(d.EventID), content: detailText(d, now()),
 		big: d.PayloadBytes > detailMaxText}
 }
 
@@ -109,22 +110,22 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 		}
 		return t.UTC().Format("2006-01-02 15:04:05.000Z") + "  (" + when + ")"
 	}
-	line("event_id", Sanitize(d.EventID))
+	line("event_id", termtext.Sanitize(d.EventID))
 	line("state", string(d.State))
 	line("seq", fmt.Sprint(d.Seq))
-	line("event_type", Sanitize(d.EventType))
-	line("aggregate", Sanitize(d.AggregateType)+"/"+Sanitize(d.AggregateID))
-	line("topic", Sanitize(d.Topic))
+	line("event_type", termtext.Sanitize(d.EventType))
+	line("aggregate", termtext.Sanitize(d.AggregateType)+"/"+termtext.Sanitize(d.AggregateID))
+	line("topic", termtext.Sanitize(d.Topic))
 	// The relay shares the attempts line: at 80×24 a failed event's payload
 	// heading must stay on the first screen.
 	attempts := fmt.Sprint(d.Attempts)
 	if d.LeaseHolder != "" {
-		attempts += " · " + holderLabel(d.Event) + " " + Sanitize(d.LeaseHolder)
+		attempts += " · " + holderLabel(d.Event) + " " + termtext.Sanitize(d.LeaseHolder)
 	}
 	line("attempts", attempts)
 	line("created_at", ts(&d.CreatedAt))
 	line("available_at", ts(&d.AvailableAt))
-	line("lease_token", Sanitize(d.LeaseToken))
+	line("lease_token", termtext.Sanitize(d.LeaseToken))
 	line("lease_until", ts(d.LeaseUntil))
 	if d.LeaseExpired {
 		line("lease", "EXPIRED: claimable again")
@@ -133,7 +134,7 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 	line("published_at", ts(d.PublishedAt))
 	line("archived_at", ts(d.ArchivedAt))
 	if d.KafkaTopic != "" || d.KafkaPartition != nil {
-		coord := Sanitize(d.KafkaTopic)
+		coord := termtext.Sanitize(d.KafkaTopic)
 		if d.KafkaPartition != nil {
 			coord += fmt.Sprintf(" [%d]", *d.KafkaPartition)
 		}
@@ -142,17 +143,17 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 		}
 		line("kafka", coord)
 	}
-	line("replay_of", Sanitize(d.ReplayOf))
+	line("replay_of", termtext.Sanitize(d.ReplayOf))
 	if d.LastError != "" {
 		b.WriteString("\nLAST ERROR\n")
-		b.WriteString(indent(bounded(SanitizeText(d.LastError))))
+		b.WriteString(indent(bounded(termtext.SanitizeText(d.LastError))))
 	}
 	if len(d.Headers) > 0 && string(d.Headers) != "null" {
 		b.WriteString("\nHEADERS\n")
-		b.WriteString(indent(bounded(SanitizeText(pretty(d.Headers)))))
+		b.WriteString(indent(bounded(termtext.SanitizeText(pretty(d.Headers)))))
 	}
 	fmt.Fprintf(&b, "\nPAYLOAD (%d bytes)\n", d.PayloadBytes)
-	b.WriteString(indent(bounded(SanitizeText(pretty(d.Payload)))))
+	b.WriteString(indent(bounded(termtext.SanitizeText(pretty(d.Payload)))))
 	// Always, as outboxtop trace does: that no inbox holds a failed or pending
 	// event is part of what its detail says.
 	b.WriteString("\nINBOXES\n")
@@ -160,12 +161,12 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 		b.WriteString("  none applied it\n")
 	}
 	for _, c := range d.Consumed {
-		fmt.Fprintf(&b, "  %-30s %s\n", Sanitize(c.Consumer), c.ConsumedAt.UTC().Format("2006-01-02 15:04:05.000Z"))
+		fmt.Fprintf(&b, "  %-30s %s\n", termtext.Sanitize(c.Consumer), c.ConsumedAt.UTC().Format("2006-01-02 15:04:05.000Z"))
 	}
 	if len(d.Replays) > 0 {
 		b.WriteString("\nREPLAYED AS\n")
 		for _, r := range d.Replays {
-			b.WriteString("  " + Sanitize(r) + "\n")
+			b.WriteString("  " + termtext.Sanitize(r) + "\n")
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
@@ -230,7 +231,7 @@ func (d *detailModel) set(msg detailMsg) {
 	d.loading, d.big = false, msg.big
 	d.failed = ""
 	if msg.err != nil {
-		d.failed = "could not load the event: " + Sanitize(msg.err.Error())
+		d.failed = "could not load the event: " + termtext.Sanitize(msg.err.Error())
 		d.show()
 		return
 	}

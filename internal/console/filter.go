@@ -1,7 +1,8 @@
-package tui
+package console
 
 import (
 	tea "charm.land/bubbletea/v2"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 )
 
 // filterKey edits the filter line: printable text is typed, backspace deletes,
@@ -47,7 +48,7 @@ func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	if t := msg.Key().Text; t != "" && len(m.filterInput) < 200 {
-		m.filterInput = append(m.filterInput, []rune(Sanitize(t))...)
+		m.filterInput = append(m.filterInput, []rune(termtext.Sanitize(t))...)
 	}
 	return nil
 }

@@ -1,8 +1,9 @@
-package tui
+package console
 
 import (
 	"context"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strconv"
 	"strings"
 	"time"
@@ -277,7 +278,7 @@ func (m *FleetModel) filterKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	default:
 		if msg.Text != "" && len(m.filterInput) < 200 {
-			m.filterInput = append(m.filterInput, []rune(Sanitize(msg.Text))...)
+			m.filterInput = append(m.filterInput, []rune(termtext.Sanitize(msg.Text))...)
 		}
 	}
 	return nil
@@ -305,7 +306,7 @@ func (m *FleetModel) opened(msg fleetOpenedMsg) tea.Cmd {
 		if msg.close != nil {
 			msg.close()
 		}
-		m.setStatus(Sanitize(oneLineText(msg.err.Error())), true)
+		m.setStatus(termtext.Sanitize(termtext.OneLine(msg.err.Error())), true)
 		return nil
 	}
 	if msg.opts.Inspector == nil {
@@ -346,8 +347,6 @@ func (m *FleetModel) closeInner() {
 
 // Close leaves an open console, if any.
 func (m *FleetModel) Close() { m.closeInner() }
-
-func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // View renders the fleet, or the open outbox's console.
 func (m *FleetModel) View() tea.View {
@@ -406,7 +405,7 @@ func (m *FleetModel) headerLine() string {
 	st := m.styles
 	left := st.title.Render("outboxtop fleet")
 	if m.opts.Title != "" {
-		left += " · " + Sanitize(m.opts.Title)
+		left += " · " + termtext.Sanitize(m.opts.Title)
 	}
 	var counts [fleet.Unknown + 1]int
 	for _, r := range m.rows {
@@ -566,12 +565,12 @@ func (c fleetColumns) header() string {
 var levelShort = [...]string{"OK", "WARN", "CRIT", "UNKN"}
 
 func (c fleetColumns) row(r fleet.Row) string {
-	name := fit(Sanitize(r.Name), 12, false)
+	name := fit(termtext.Sanitize(r.Name), 12, false)
 	lvl := levelShort[r.Level]
 	if !r.Reachable {
 		reason := "polling…"
 		if r.Polled {
-			reason = "unreachable: " + Sanitize(r.Reason)
+			reason = "unreachable: " + termtext.Sanitize(r.Reason)
 		}
 		// The reason takes the numbers' place: nothing else is known.
 		return fmt.Sprintf("%-4s %s ", lvl, name) + reason
@@ -587,7 +586,7 @@ func (c fleetColumns) row(r fleet.Row) string {
 	lag, lagAge := lagCells(r)
 	return c.cells(lvl, name, r.PublishableBound.Format(r.Publishable), age(r.OldestPublishableAge.Duration()),
 		in, fmt.Sprintf("%.1f", r.RateOut), r.FailedBound.Format(r.Failed), r.BlockedBound.Format(r.Blocked), lease,
-		lag, lagAge, Sanitize(labelString(r.Labels))) + " " + Sanitize(r.Condition())
+		lag, lagAge, termtext.Sanitize(labelString(r.Labels))) + " " + termtext.Sanitize(r.Condition())
 }
 
 // lagCells are a row's LAG and LAG AGE: "-" without brokers (or no group

@@ -1,4 +1,4 @@
-package tui
+package console
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/fleet"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 )
 
@@ -21,7 +21,7 @@ import (
 // table locked, sleeping in pg_sleep, so every poll of o00 takes its timeout
 // (1 s). Numbers belong in BENCHMARKS.md, measured on a quiet machine:
 //
-//	go test ./tui -run XXX -bench FleetConsole20 -benchtime 10x
+//	go test ./internal/console -run XXX -bench FleetConsole20 -benchtime 10x
 //
 // "refresh": a poll round of all 20 (the Poller, as serve and the console
 // run it), the table taking each outbox's row as it comes (Update, Render on

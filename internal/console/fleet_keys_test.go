@@ -1,4 +1,4 @@
-package tui
+package console
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
 	"github.com/outboxtop/outboxtop/internal/fleet"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // quits reports whether cmd, run, asks the program to quit.

@@ -1,9 +1,9 @@
-package tui
+package console
 
 import (
 	"testing"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // TestHelpReturnsToWhatItCovered: any key closes help back onto the detail or

@@ -1,4 +1,4 @@
-package tui
+package console
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/console/internal/seed"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
-	"github.com/outboxtop/outboxtop/tui/internal/seed"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -195,10 +195,10 @@ func golden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./tui -update to create it)", err)
+		t.Fatalf("%v (run go test ./internal/console -update to create it)", err)
 	}
 	if string(want) != got {
-		t.Errorf("%s differs from the golden file (go test ./tui -update rewrites it)\n--- want\n%s\n--- got\n%s", path, want, got)
+		t.Errorf("%s differs from the golden file (go test ./internal/console -update rewrites it)\n--- want\n%s\n--- got\n%s", path, want, got)
 	}
 }
 

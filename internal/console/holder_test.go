@@ -1,13 +1,14 @@
-package tui
+package console
 
 import (
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -33,7 +34,7 @@ func TestFitHolderKeepsWhatTellsRelaysApart(t *testing.T) {
 
 func TestHolderNameFallsBackToTheToken(t *testing.T) {
 	t.Parallel()
-	if got := holderName(inspect.Event{LeaseHolder: "relay-a:1\x1b[31m", LeaseToken: "c0ffee00-0000-4000-8000-000000000001"}); got != Sanitize("relay-a:1\x1b[31m") {
+	if got := holderName(inspect.Event{LeaseHolder: "relay-a:1\x1b[31m", LeaseToken: "c0ffee00-0000-4000-8000-000000000001"}); got != termtext.Sanitize("relay-a:1\x1b[31m") {
 		t.Errorf("holder %q, want the sanitized lease_holder", got)
 	}
 	if got := holderName(inspect.Event{LeaseToken: "c0ffee00-0000-4000-8000-000000000001"}); got != "token c0ffee00" {

@@ -1,14 +1,15 @@
-package tui
+package console
 
 import (
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // horizonVM is the xmin horizon when it is held (inspect.Horizon.Held past
@@ -27,13 +28,13 @@ func newHorizonVM(h inspect.Horizon) *horizonVM {
 	if !held {
 		return nil
 	}
-	vm := &horizonVM{holder: x, dead: h.OutboxDeadRows, state: Sanitize(x.State),
+	vm := &horizonVM{holder: x, dead: h.OutboxDeadRows, state: termtext.Sanitize(x.State),
 		crit: x.Timed() && x.Age.Duration() > inspect.HorizonCritAfter}
 	switch x.Kind {
 	case inspect.HolderSlot, inspect.HolderPrepared:
-		vm.who = Sanitize(x.Name)
+		vm.who = termtext.Sanitize(x.Name)
 	default:
-		vm.who = Sanitize(x.User) + "@" + Sanitize(x.Application)
+		vm.who = termtext.Sanitize(x.User) + "@" + termtext.Sanitize(x.Application)
 	}
 	return vm
 }
@@ -150,7 +151,7 @@ func (m *Model) runTerminate(x inspect.XminHolder) tea.Cmd {
 
 func (m *Model) terminateDone(msg terminateDoneMsg) tea.Cmd {
 	if msg.err != nil {
-		m.setStatus(fmt.Sprintf("pid %d not ended: %s", msg.pid, Sanitize(msg.err.Error())), true)
+		m.setStatus(fmt.Sprintf("pid %d not ended: %s", msg.pid, termtext.Sanitize(msg.err.Error())), true)
 	} else {
 		m.setStatus(fmt.Sprintf("ended pid %d (audit #%d)", msg.pid, msg.res.AuditID), false)
 	}

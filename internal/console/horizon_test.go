@@ -1,11 +1,11 @@
-package tui
+package console
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // A held horizon is one line above the sections, naming the holder with the

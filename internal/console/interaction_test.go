@@ -1,4 +1,4 @@
-package tui
+package console
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/outboxtop/outboxtop/tui/internal/seed"
+	"github.com/outboxtop/outboxtop/internal/console/internal/seed"
 )
 
 func (b *testBundle) text() string { return ansi.Strip(b.m.View().Content) }

@@ -1,15 +1,16 @@
-package tui
+package console
 
 import (
 	"context"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strconv"
 	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // loadRequest is what one load reads: the Overview's snapshot always (the tabs
@@ -77,7 +78,7 @@ func load(ctx context.Context, in *inspect.Inspector, snaps SnapshotSource, rela
 		// A failed read only leaves the banner out: the snapshot stands.
 		if topics, err := missing(ctx); err == nil {
 			for _, t := range topics {
-				t.Topic = Sanitize(t.Topic)
+				t.Topic = termtext.Sanitize(t.Topic)
 				msg.overview.missingTopics = append(msg.overview.missingTopics, t)
 			}
 		}

@@ -1,4 +1,4 @@
-// Package tui is outboxtop's console: a Bubble Tea program that shows what is
+// Package console is outboxtop's console: a Bubble Tea program that shows what is
 // pending, leased, failed and published, and lets an operator retry, reset leases,
 // park, skip, archive and replay events through inspect's audited actions.
 //
@@ -6,16 +6,17 @@
 // detail) and read-only enforcement. Loads and actions are tea.Cmds that return
 // typed messages; nothing in Update does I/O. Text from the database enters the
 // view model through Sanitize, once.
-package tui
+package console
 
 import (
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"time"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 type mode int
@@ -531,9 +532,9 @@ func (m *Model) runExtra(e Extra) tea.Cmd {
 	return func() tea.Msg {
 		s, err := e.Run(ctx)
 		if err != nil {
-			return statusMsg{text: Sanitize(err.Error()), bad: true}
+			return statusMsg{text: termtext.Sanitize(err.Error()), bad: true}
 		}
-		return statusMsg{text: Sanitize(s)}
+		return statusMsg{text: termtext.Sanitize(s)}
 	}
 }
 

@@ -1,8 +1,9 @@
-package tui
+package console
 
 import (
 	"errors"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,8 +13,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -365,7 +366,7 @@ func (h *fuzzHarness) step() {
 	case opAction:
 		msg = h.action()
 	case opStatus:
-		msg = statusMsg{text: Sanitize(z.text()), bad: z.bit()}
+		msg = statusMsg{text: termtext.Sanitize(z.text()), bad: z.bit()}
 	case opLag:
 		msg = h.lag()
 	case opTick:
@@ -555,7 +556,7 @@ func (h *fuzzHarness) detailMsg() tea.Msg {
 		return detailMsg{id: id, content: "This event is gone: neither the outbox nor the archive holds it."}
 	}
 	d := h.eventDetail(id)
-	return detailMsg{id: id, title: Sanitize(d.EventType) + " " + Sanitize(d.EventID), content: detailText(d, offlineNow),
+	return detailMsg{id: id, title: termtext.Sanitize(d.EventType) + " " + termtext.Sanitize(d.EventID), content: detailText(d, offlineNow),
 		big: d.PayloadBytes > detailMaxText}
 }
 
@@ -563,7 +564,7 @@ func (h *fuzzHarness) trace() tea.Msg {
 	z := &h.z
 	id := h.eventID()
 	if z.n(4) == 3 {
-		return traceMsg{id: id, text: "KAFKA RECORD\n  could not trace the event: " + Sanitize(z.text())}
+		return traceMsg{id: id, text: "KAFKA RECORD\n  could not trace the event: " + termtext.Sanitize(z.text())}
 	}
 	tr := inspect.Trace{EventDetail: h.eventDetail(id)}
 	for range z.n(3) {

@@ -1,12 +1,13 @@
-package tui
+package console
 
 import (
 	"context"
+	"github.com/outboxtop/outboxtop/relay"
 	"time"
 
 	"charm.land/bubbles/v2/key"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // Options configure the console.
@@ -64,40 +65,21 @@ type SnapshotSource interface {
 	Snapshot(ctx context.Context) (inspect.Snapshot, error)
 }
 
-// Relay is what the console needs of an embedded relay: relay.Relay satisfies it
-// through a small adapter, so tui does not import relay.
+// Relay is what the console needs of an embedded relay; *relay.Relay is one.
 type Relay interface {
 	Pause()
 	Resume()
 	Status() RelayStatus
 }
 
-// RelayStatus is a point-in-time view of the embedded relay.
-type RelayStatus struct {
-	Paused          bool
-	BrokerReachable bool
-	InFlight        int // batches
-	Published       uint64
-	Failed          uint64
-	Retried         uint64
-	LostFences      uint64
-	LastClaim       time.Duration // the last claim transaction
-	LastPublish     time.Duration // claim-to-settled time of the last batch
-	LastBatch       int           // events in the last batch
-	LastError       string
-	LastErrorAt     time.Time
-	// MissingTopics are the Kafka topics that do not exist while events wait for
-	// them, latest first.
-	MissingTopics []MissingTopic
-}
+// RelayStatus is a point-in-time view of the embedded relay: the relay's own
+// Status, not a copy of it, so every figure the relay reports reaches the
+// console.
+type RelayStatus = relay.Status
 
-// MissingTopic is a Kafka topic that does not exist while events wait for it.
-type MissingTopic struct {
-	Topic string
-	// Events is how many events wait for it (as the relay or the rows count them).
-	Events    int
-	FirstSeen time.Time
-}
+// MissingTopic is a Kafka topic that does not exist while events wait for it,
+// as the relay or the rows count them.
+type MissingTopic = relay.MissingTopic
 
 // Extra is one additional key binding and what it does.
 type Extra struct {

@@ -1,7 +1,8 @@
-package tui
+package console
 
 import (
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"slices"
 	"strings"
 	"time"
@@ -9,7 +10,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -78,46 +79,46 @@ func newOverviewVM(s inspect.Snapshot, relay Relay, extras []Extra) overviewVM {
 	}
 	for _, b := range s.Blocked.Aggregates {
 		vm.blocked = append(vm.blocked, blockedVM{
-			aggregate: Sanitize(b.AggregateType) + "/" + Sanitize(b.AggregateID),
+			aggregate: termtext.Sanitize(b.AggregateType) + "/" + termtext.Sanitize(b.AggregateID),
 			waiting:   b.Waiting,
 			blocker:   newRow(b.Blocker),
 		})
 	}
 	for _, g := range s.FailedByError {
-		vm.failedByError = append(vm.failedByError, inspect.Group{Key: Sanitize(g.Key), Count: g.Count})
+		vm.failedByError = append(vm.failedByError, inspect.Group{Key: termtext.Sanitize(g.Key), Count: g.Count})
 		vm.errorKeys = append(vm.errorKeys, g.Key)
 	}
 	for _, t := range s.ByEventType {
-		vm.types = append(vm.types, typeVM{name: Sanitize(t.EventType), raw: t.EventType,
+		vm.types = append(vm.types, typeVM{name: termtext.Sanitize(t.EventType), raw: t.EventType,
 			ready: t.Ready, scheduled: t.Scheduled, leased: t.Leased, failed: t.Failed,
 			oldest: t.OldestPendingAge.Duration(), pending: t.Ready+t.Scheduled > 0})
 	}
 	vm.attempts = slices.Clone(s.Attempts)
 	for _, c := range s.Inbox {
-		c.Name = Sanitize(c.Name)
+		c.Name = termtext.Sanitize(c.Name)
 		vm.inbox = append(vm.inbox, c)
 	}
 	for i := range vm.tables {
-		vm.tables[i].Table = Sanitize(vm.tables[i].Table)
+		vm.tables[i].Table = termtext.Sanitize(vm.tables[i].Table)
 	}
 	if x := s.Health.OldestXmin; x != nil {
 		c := *x
-		c.Name, c.State, c.Query = Sanitize(c.Name), Sanitize(c.State), Sanitize(c.Query)
+		c.Name, c.State, c.Query = termtext.Sanitize(c.Name), termtext.Sanitize(c.State), termtext.Sanitize(c.Query)
 		vm.xmin = &c
 	}
 	vm.horizon = newHorizonVM(s.Health.Horizon)
 	if relay != nil {
 		st := relay.Status()
-		st.LastError = Sanitize(st.LastError)
+		st.LastError = termtext.Sanitize(st.LastError)
 		st.MissingTopics = slices.Clone(st.MissingTopics)
 		for i := range st.MissingTopics {
-			st.MissingTopics[i].Topic = Sanitize(st.MissingTopics[i].Topic)
+			st.MissingTopics[i].Topic = termtext.Sanitize(st.MissingTopics[i].Topic)
 		}
 		vm.relay = &st
 	}
 	for _, e := range extras {
 		if e.State != nil {
-			vm.extras = append(vm.extras, Sanitize(e.Key.Help().Desc)+": "+Sanitize(e.State()))
+			vm.extras = append(vm.extras, termtext.Sanitize(e.Key.Help().Desc)+": "+termtext.Sanitize(e.State()))
 		}
 	}
 	return vm
@@ -242,6 +243,15 @@ func (m *Model) viewOverview(w, h int) string {
 			kv("published", fmt.Sprintf("%s · fail %s · retry %s", compact(inspect.Count{Value: int64(r.Published)}),
 				compact(inspect.Count{Value: int64(r.Failed)}), compact(inspect.Count{Value: int64(r.Retried)}))),
 		)
+		// Shown only when they happened: batches given back (an outage, a
+		// missing topic, shutdown) and marks that lost their lease.
+		if r.Released > 0 || r.LostFences > 0 {
+			right = append(right, kv("released", fmt.Sprintf("%s · lost fences %s",
+				compact(inspect.Count{Value: int64(r.Released)}), compact(inspect.Count{Value: int64(r.LostFences)}))))
+		}
+		if r.HeadsLocked > 0 {
+			right = append(right, st.warn.Render(fmt.Sprintf("%d heads held locked by another session", r.HeadsLocked)))
+		}
 		// The error's text gets the lines the column has left after the
 		// extras and the relays line: one at least, three at most.
 		wrap := min(max(overviewTop-len(right)-2-len(vm.extras), 1), 3)

@@ -1,7 +1,8 @@
-package tui
+package console
 
 import (
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strconv"
 	"strings"
 	"time"
@@ -9,7 +10,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // overviewTarget is a line of the Overview the cursor can rest on, and what enter
@@ -156,7 +157,7 @@ func (m *Model) jumpToList(v viewID, q query, status string) tea.Cmd {
 // parseQuery reads back exactly the stored text and the line shows no control
 // character.
 func quoteTerm(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\"\\") && Sanitize(s) == s {
+	if s != "" && !strings.ContainsAny(s, " \t\"\\") && termtext.Sanitize(s) == s {
 		return s
 	}
 	return strconv.QuoteToASCII(s)

@@ -1,11 +1,12 @@
-package tui
+package console
 
 import (
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strings"
 	"testing"
 
-	"github.com/outboxtop/outboxtop/tui/internal/seed"
+	"github.com/outboxtop/outboxtop/internal/console/internal/seed"
 )
 
 // TestOverviewJumpErrorGroup: at 120×40 the error groups show under the blocked
@@ -145,7 +146,7 @@ func TestQuoteTermRoundTrip(t *testing.T) {
 	t.Parallel()
 	for _, raw := range []string{"poison", "kafka: broker not available", `say "no"`, `back\slash`, "\x1b[31mred\r", "\u202eevil", "Bestellung_Ä", "tab\there"} {
 		text := "err:" + quoteTerm(raw)
-		if Sanitize(text) != text || strings.ContainsAny(text, "\x1b\r\u202e") {
+		if termtext.Sanitize(text) != text || strings.ContainsAny(text, "\x1b\r\u202e") {
 			t.Errorf("%q shows as %q", raw, text)
 		}
 		q, err := parseQuery(text + " more")

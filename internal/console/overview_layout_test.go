@@ -1,4 +1,4 @@
-package tui
+package console
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -56,6 +56,8 @@ func overviewCases() []overviewCase {
 		{name: "incident, paused relay, extras", snap: incident, relay: &RelayStatus{Paused: true, BrokerReachable: true}, extras: 2},
 		{name: "incident, horizon held by a session, relay error", snap: withHorizon(incident, heldSession(at)), relay: longError},
 		{name: "incident, horizon held by a slot", snap: withHorizon(incident, heldSlot())},
+		{name: "incident, heads held, fences lost", snap: incident, relay: &RelayStatus{BrokerReachable: true,
+			HeadsLocked: 3, Released: 1200, LostFences: 2}},
 	}
 }
 
@@ -259,5 +261,24 @@ func TestMissingTopicBannerWithoutARelay(t *testing.T) {
 	b.run(b.m.startLoad())
 	if s := b.text(); strings.Contains(s, "DOES NOT EXIST") || !strings.Contains(s, "BLOCKED AGGREGATES") {
 		t.Fatalf("after a failed read:\n%s", s)
+	}
+}
+
+// Every figure of the relay's status reaches the console, the ones that only
+// matter in an incident shown only then: heads held by another session,
+// batches given back, marks that lost their lease.
+func TestOverviewShowsHeldHeadsAndLostFences(t *testing.T) {
+	t.Parallel()
+	for _, c := range overviewCases() {
+		_, screen := drawOverview(t, c, 80, 24)
+		r := c.relay
+		held := r != nil && r.HeadsLocked > 0
+		if got := strings.Contains(screen, "heads held locked by another session"); got != held {
+			t.Errorf("%s: heads-held line shown %v, want %v:\n%s", c.name, got, held, screen)
+		}
+		given := r != nil && (r.Released > 0 || r.LostFences > 0)
+		if got := strings.Contains(screen, "lost fences"); got != given {
+			t.Errorf("%s: given-back line shown %v, want %v:\n%s", c.name, got, given, screen)
+		}
 	}
 }

@@ -1,10 +1,11 @@
-package tui
+package console
 
 import (
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"time"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // relaySeenVM is one relay of Snapshot.Relays as the Overview shows it.
@@ -24,9 +25,9 @@ type relaysVM struct {
 }
 
 func newRelaysVM(s inspect.Snapshot) relaysVM {
-	vm := relaysVM{live: s.RelaysLive(), err: Sanitize(s.RelaysError)}
+	vm := relaysVM{live: s.RelaysLive(), err: termtext.Sanitize(s.RelaysError)}
 	for _, r := range s.Relays {
-		vm.list = append(vm.list, relaySeenVM{holder: Sanitize(r.Holder), state: Sanitize(r.State),
+		vm.list = append(vm.list, relaySeenVM{holder: termtext.Sanitize(r.Holder), state: termtext.Sanitize(r.State),
 			seenAge: r.SeenAge.Duration(), leases: r.Leases, live: r.Live()})
 		if r.State == inspect.RelayGone {
 			vm.gone++

@@ -1,7 +1,8 @@
-package tui
+package console
 
 import (
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strings"
 	"time"
 
@@ -9,7 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // windowTitle is constant: event data never goes into the title.
@@ -90,7 +91,7 @@ func (m *Model) headerLine() string {
 	st := m.styles
 	left := st.title.Render("outboxtop")
 	if m.opts.Name != "" {
-		left += " · " + st.title.Render(Sanitize(m.opts.Name)) + " (esc: fleet)"
+		left += " · " + st.title.Render(termtext.Sanitize(m.opts.Name)) + " (esc: fleet)"
 	}
 	left += " · schema " + m.opts.Inspector.Schema()
 	switch r := m.overview.relay; {
@@ -272,7 +273,7 @@ func (m *Model) statusLine() string {
 // wrap the cause last and across lines ("failed to connect to …:\n\t…: connection
 // refused"), which a status line would cut before reaching it.
 func dbErrorText(err error) string {
-	s := Sanitize(strings.Join(strings.Fields(err.Error()), " "))
+	s := termtext.Sanitize(strings.Join(strings.Fields(err.Error()), " "))
 	if i := strings.LastIndex(s, ": "); i > 0 && i+2 < len(s) {
 		s = s[i+2:] + " ← " + s[:i]
 	}

@@ -1,10 +1,10 @@
-package tui
+package console
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // TestFilterHintStaysOnItsList: the hint a jump from the Overview leaves under a

@@ -1,4 +1,4 @@
-package tui
+package console
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // table is a list of events with a cursor and marks. Marks are event ids, captured

@@ -1,12 +1,13 @@
-package tui
+package console
 
 import (
 	"context"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strings"
 	"time"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // traceMsg is the part of an event's detail read once when it opens: its record
@@ -24,7 +25,7 @@ const traceTimeout = 5 * time.Second
 func loadTrace(ctx context.Context, in *inspect.Inspector, kafka inspect.KafkaClient, now func() time.Time, id string) traceMsg {
 	t, err := in.Trace(ctx, id)
 	if err != nil {
-		return traceMsg{id: id, text: "KAFKA RECORD\n  could not trace the event: " + Sanitize(err.Error())}
+		return traceMsg{id: id, text: "KAFKA RECORD\n  could not trace the event: " + termtext.Sanitize(err.Error())}
 	}
 	if kafka != nil {
 		t.Kafka = inspect.CheckRecord(ctx, kafka, t.Event, traceTimeout)
@@ -45,21 +46,21 @@ func traceText(t inspect.Trace, withKafka bool, now time.Time) string {
 	case t.KafkaTopic == "" || t.KafkaPartition == nil || t.KafkaOffset == nil:
 		b.WriteString("  none: the relay has not marked this event published\n")
 	case !withKafka:
-		fmt.Fprintf(&b, "  %s [%d] @%d: not read back (this console has no Kafka connection)\n", Sanitize(t.KafkaTopic), *t.KafkaPartition, *t.KafkaOffset)
+		fmt.Fprintf(&b, "  %s [%d] @%d: not read back (this console has no Kafka connection)\n", termtext.Sanitize(t.KafkaTopic), *t.KafkaPartition, *t.KafkaOffset)
 	case k.Err != "":
-		fmt.Fprintf(&b, "  COULD NOT READ %s [%d] @%d: %s\n", Sanitize(k.Topic), k.Partition, k.Offset, Sanitize(k.Err))
+		fmt.Fprintf(&b, "  COULD NOT READ %s [%d] @%d: %s\n", termtext.Sanitize(k.Topic), k.Partition, k.Offset, termtext.Sanitize(k.Err))
 	case !k.Found:
-		fmt.Fprintf(&b, "  MISSING at %s [%d] @%d: %s\n", Sanitize(k.Topic), k.Partition, k.Offset, Sanitize(k.Missing))
+		fmt.Fprintf(&b, "  MISSING at %s [%d] @%d: %s\n", termtext.Sanitize(k.Topic), k.Partition, k.Offset, termtext.Sanitize(k.Missing))
 	default:
-		fmt.Fprintf(&b, "  found at %s [%d] @%d · key %s · %d bytes\n", Sanitize(k.Topic), k.Partition, k.Offset, Sanitize(k.Key), k.ValueBytes)
+		fmt.Fprintf(&b, "  found at %s [%d] @%d · key %s · %d bytes\n", termtext.Sanitize(k.Topic), k.Partition, k.Offset, termtext.Sanitize(k.Key), k.ValueBytes)
 		if k.Timestamp != nil {
 			b.WriteString("  written at " + when(*k.Timestamp) + "\n")
 		}
 		for _, m := range k.Mismatches {
-			b.WriteString("  MISMATCH: " + Sanitize(m) + "\n")
+			b.WriteString("  MISMATCH: " + termtext.Sanitize(m) + "\n")
 		}
 		for _, h := range k.Headers {
-			fmt.Fprintf(&b, "  %-16s %s\n", Sanitize(h.Key), bounded(Sanitize(h.Value)))
+			fmt.Fprintf(&b, "  %-16s %s\n", termtext.Sanitize(h.Key), bounded(termtext.Sanitize(h.Value)))
 		}
 	}
 	fmt.Fprintf(&b, "\nAUDIT (%d)\n", len(t.Audit))
@@ -67,9 +68,9 @@ func traceText(t inspect.Trace, withKafka bool, now time.Time) string {
 		b.WriteString("  no operator action touched this event\n")
 	}
 	for _, a := range t.Audit {
-		line := fmt.Sprintf("  #%d %s %s by %s", a.ID, when(a.At), Sanitize(a.Action), Sanitize(a.Actor))
+		line := fmt.Sprintf("  #%d %s %s by %s", a.ID, when(a.At), termtext.Sanitize(a.Action), termtext.Sanitize(a.Actor))
 		if a.Reason != "" {
-			line += ": " + Sanitize(a.Reason)
+			line += ": " + termtext.Sanitize(a.Reason)
 		}
 		b.WriteString(line + "\n")
 	}

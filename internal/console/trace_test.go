@@ -1,4 +1,4 @@
-package tui
+package console
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/outboxtop/outboxtop/internal/console/internal/seed"
 	"github.com/outboxtop/outboxtop/internal/testenv"
-	"github.com/outboxtop/outboxtop/tui/internal/seed"
 )
 
 // TestDetailReadsTheRecordBackOnce: the detail of a published event shows its

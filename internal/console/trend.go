@@ -1,9 +1,9 @@
-package tui
+package console
 
 import (
 	"time"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // trend is what successive snapshots say about the flow: how fast events arrive,

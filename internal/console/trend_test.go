@@ -1,4 +1,4 @@
-package tui
+package console
 
 import (
 	tea "charm.land/bubbletea/v2"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // flow builds snapshots one second apart: in events arrive and out are published

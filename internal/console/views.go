@@ -1,14 +1,15 @@
-package tui
+package console
 
 import (
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -121,15 +122,15 @@ type row struct {
 }
 
 func newRow(e inspect.Event) row {
-	id := Sanitize(e.EventID)
+	id := termtext.Sanitize(e.EventID)
 	return row{
 		id:            id,
 		short:         shortID(id),
 		seq:           e.Seq,
-		eventType:     Sanitize(e.EventType),
-		aggregate:     Sanitize(e.AggregateType) + "/" + Sanitize(e.AggregateID),
-		aggregateType: Sanitize(e.AggregateType),
-		aggregateID:   Sanitize(e.AggregateID),
+		eventType:     termtext.Sanitize(e.EventType),
+		aggregate:     termtext.Sanitize(e.AggregateType) + "/" + termtext.Sanitize(e.AggregateID),
+		aggregateType: termtext.Sanitize(e.AggregateType),
+		aggregateID:   termtext.Sanitize(e.AggregateID),
 		rawType:       e.AggregateType,
 		rawID:         e.AggregateID,
 		state:         e.State,
@@ -141,13 +142,13 @@ func newRow(e inspect.Event) row {
 		holder:        holderName(e),
 		failedAt:      e.FailedAt,
 		publishedAt:   e.PublishedAt,
-		topic:         Sanitize(e.KafkaTopic),
+		topic:         termtext.Sanitize(e.KafkaTopic),
 		partition:     e.KafkaPartition,
 		offset:        e.KafkaOffset,
-		lastError:     Sanitize(e.LastError),
+		lastError:     termtext.Sanitize(e.LastError),
 		payloadBytes:  e.PayloadBytes,
 		archivedAt:    e.ArchivedAt,
-		replayOf:      Sanitize(e.ReplayOf),
+		replayOf:      termtext.Sanitize(e.ReplayOf),
 	}
 }
 
@@ -156,10 +157,10 @@ func newRow(e inspect.Event) row {
 // lease token instead, as before.
 func holderName(e inspect.Event) string {
 	if e.LeaseHolder != "" {
-		return Sanitize(e.LeaseHolder)
+		return termtext.Sanitize(e.LeaseHolder)
 	}
 	if e.LeaseToken != "" {
-		return "token " + shortID(Sanitize(e.LeaseToken))
+		return "token " + shortID(termtext.Sanitize(e.LeaseToken))
 	}
 	return ""
 }

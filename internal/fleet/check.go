@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outboxtop/outboxtop/inspect"
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // Level is a check-plugin level; its value is the plugin's exit code.

@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -202,14 +203,14 @@ func parse(path, text string, getenv func(string) string) (*File, error) {
 	// outbox it sits in (the typed decode's metadata does not say which).
 	var generic map[string]any
 	if _, err := toml.Decode(text, &generic); err != nil {
-		return nil, oneLine(err)
+		return nil, errors.New(termtext.OneLine(err.Error()))
 	}
 	if err := unknownKeys(generic); err != nil {
 		return nil, err
 	}
 	var spec fileSpec
 	if _, err := toml.Decode(text, &spec); err != nil {
-		return nil, oneLine(err)
+		return nil, errors.New(termtext.OneLine(err.Error()))
 	}
 	if len(spec.Outbox) == 0 {
 		return nil, errors.New("no outboxes: add an [[outbox]] table")
@@ -343,7 +344,7 @@ func (s outboxSpec) outbox(k int, dir string, getenv func(string) string, file f
 		// as a secret, and a named pipe is refused rather than waited on.
 		b, err := securefile.Read("dsn_file", p, securefile.Secret, maxDSNFile)
 		if err != nil {
-			return Outbox{}, errf("%v", oneLine(err))
+			return Outbox{}, errf("%s", termtext.OneLine(err.Error()))
 		}
 		o.dsn = strings.TrimSpace(string(b))
 		if o.dsn == "" {
@@ -388,11 +389,4 @@ func hasPassword(dsn string) bool {
 		return q.Has("password") || q.Has("sslpassword")
 	}
 	return keywordPassword.MatchString(dsn)
-}
-
-func oneLine(err error) error {
-	if err == nil {
-		return errors.New("unreadable")
-	}
-	return errors.New(strings.Join(strings.Fields(err.Error()), " "))
 }

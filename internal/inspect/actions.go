@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/outboxtop/outboxtop/internal/sqltemplate"
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -351,7 +351,7 @@ func (i *Inspector) call(ctx context.Context, q querier, fn string, args []any, 
 	var n int64
 	var ids []string
 	err := q.QueryRow(ctx, `SELECT out_audit_id, out_rows, out_event_ids::text[] FROM `+
-		sqltemplate.Name(i.schema, fn)+`(`+strings.Join(marks, ", ")+`)`, args...).Scan(&res.AuditID, &n, &ids)
+		pgsql.Name(i.schema, fn)+`(`+strings.Join(marks, ", ")+`)`, args...).Scan(&res.AuditID, &n, &ids)
 	if err != nil {
 		return err
 	}
@@ -388,7 +388,7 @@ func (i *Inspector) archiveBatches(ctx context.Context, r Request, filter []byte
 	w.add(`NOT (event_id = ANY (` + w.arg(&refused) + `::uuid[]))`)
 	q := `SELECT event_id FROM ` + i.outbox + ` WHERE ` + w.sql() + `
 		ORDER BY published_at LIMIT ` + w.arg(batch)
-	fn := sqltemplate.Name(i.schema, actionFunctions[Archive])
+	fn := pgsql.Name(i.schema, actionFunctions[Archive])
 	// Every batch on one connection: only the session that wrote the audit row
 	// may add to it.
 	conn, err := i.pool.Acquire(ctx)
@@ -466,7 +466,7 @@ func (i *Inspector) AuditRelay(ctx context.Context, actor string, paused bool) (
 		action = "pause"
 	}
 	var id int64
-	err := i.pool.QueryRow(ctx, `SELECT `+sqltemplate.Name(i.schema, "outboxtop_audit_relay")+`($1, $2)`,
+	err := i.pool.QueryRow(ctx, `SELECT `+pgsql.Name(i.schema, "outboxtop_audit_relay")+`($1, $2)`,
 		actor, action).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("auditing %s: %w", action, err)

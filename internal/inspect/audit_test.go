@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 func TestAuditLogFilters(t *testing.T) {

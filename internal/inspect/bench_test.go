@@ -7,7 +7,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 )
 
@@ -16,7 +16,7 @@ import (
 // scheduled, 1,000 failed heading their aggregates and 500 leased), after VACUUM
 // ANALYZE as autovacuum would leave it.
 //
-//	go test -run '^$' -bench BenchmarkSnapshot -benchtime 50x ./inspect/
+//	go test -run '^$' -bench BenchmarkSnapshot -benchtime 50x ./internal/inspect/
 func BenchmarkSnapshot(b *testing.B) {
 	pool, _ := testenv.Pool(b)
 	ctx := context.Background()
@@ -76,7 +76,7 @@ func BenchmarkSnapshot(b *testing.B) {
 // about 3-4x: 105-155 ms median on a shared 2-core machine where the estimating
 // snapshot took 29-39 ms (BenchmarkSnapshot: 55 ms, was 59).
 //
-//	go test -run '^$' -bench 'BenchmarkSnapshotIncident$' -benchtime 30x ./inspect/
+//	go test -run '^$' -bench 'BenchmarkSnapshotIncident$' -benchtime 30x ./internal/inspect/
 func BenchmarkSnapshotIncident(b *testing.B) { benchSnapshotIncident(b) }
 
 // BenchmarkSnapshotIncidentHotAggregate: the same incident, then 10,000 ready
@@ -87,7 +87,7 @@ func BenchmarkSnapshotIncident(b *testing.B) { benchSnapshotIncident(b) }
 // failed or scheduled read the hot aggregate's whole backlog per row (0.85 s);
 // wire.WaitingSQL asks its head.
 //
-//	go test -run '^$' -bench 'BenchmarkSnapshotIncidentHotAggregate$' -benchtime 30x ./inspect/
+//	go test -run '^$' -bench 'BenchmarkSnapshotIncidentHotAggregate$' -benchtime 30x ./internal/inspect/
 func BenchmarkSnapshotIncidentHotAggregate(b *testing.B) {
 	benchSnapshotIncident(b,
 		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at)

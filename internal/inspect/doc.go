@@ -1,5 +1,5 @@
 // Package inspect is the read model of the outbox and its audited triage actions.
-// The console (tui), the command line (status, events, retry, …) and the relay's
+// The console (internal/console), the command line (status, events, retry, …) and the relay's
 // retention all go through it; each owns no SQL of its own about the outbox's state.
 //
 // # Reading
@@ -207,7 +207,7 @@
 // The actions and retention run the schema's functions, defined with their
 // audit rows in migrations/functions/; outboxtop_state.sql there restates
 // wire's states in SQL for them (TestStateFunctionIsWires checks it against
-// wire). Every table and function is named through internal/sqltemplate.Name,
+// wire). Every table and function is named through internal/pgsql.Name,
 // the quoting the relay's embedded statements get from their {{.schema}}
 // placeholder (TestQuotedSchemaWithoutSearchPath).
 package inspect

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 )
 
@@ -16,7 +16,7 @@ import (
 // console, reads from what its previous snapshot saw (floor.go); the one-shot
 // status reads from the start.
 //
-//	go test -run '^$' -bench BenchmarkSnapshotHeldHorizon -benchtime 10x ./inspect/
+//	go test -run '^$' -bench BenchmarkSnapshotHeldHorizon -benchtime 10x ./internal/inspect/
 func BenchmarkSnapshotHeldHorizon(b *testing.B) {
 	for _, dead := range []int{0, 300_000} {
 		b.Run(fmt.Sprintf("dead=%d", dead), func(b *testing.B) {

@@ -11,8 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxtop/outboxtop/internal/pgplan"
-	"github.com/outboxtop/outboxtop/internal/sqltemplate"
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -79,11 +78,11 @@ func New(pool *pgxpool.Pool, schema string, opts ...Option) (*Inspector, error) 
 	i := &Inspector{
 		pool:     pool,
 		schema:   schema,
-		outbox:   sqltemplate.Name(schema, "outbox_event"),
-		archive:  sqltemplate.Name(schema, "outbox_event_archive"),
-		consumed: sqltemplate.Name(schema, "consumed_event"),
-		audit:    sqltemplate.Name(schema, "outbox_audit"),
-		relays:   sqltemplate.Name(schema, "outbox_relay"),
+		outbox:   pgsql.Name(schema, "outbox_event"),
+		archive:  pgsql.Name(schema, "outbox_event_archive"),
+		consumed: pgsql.Name(schema, "consumed_event"),
+		audit:    pgsql.Name(schema, "outbox_audit"),
+		relays:   pgsql.Name(schema, "outbox_relay"),
 	}
 	for _, o := range opts {
 		o(i)
@@ -155,7 +154,7 @@ func countCapped(ctx context.Context, q querier, query string, limit int64, args
 	if n <= limit {
 		return Count{Value: n}, nil
 	}
-	est, err := pgplan.Rows(ctx, q, query, args...)
+	est, err := pgsql.EstimatedRows(ctx, q, query, args...)
 	if err != nil {
 		return Count{}, err
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/outboxtop/outboxtop/internal/sqltemplate"
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 )
 
 // ArchiveOlderThan moves events published more than age ago to the archive, batch
@@ -32,7 +32,7 @@ func (i *Inspector) ArchiveOlderThan(ctx context.Context, age time.Duration, bat
 // a batch comes back short. Each call is its own transaction.
 func (i *Inspector) housekeep(ctx context.Context, fn string, age time.Duration, batch int) (int64, error) {
 	var total int64
-	q := `SELECT ` + sqltemplate.Name(i.schema, fn) + `($1::interval, $2)`
+	q := `SELECT ` + pgsql.Name(i.schema, fn) + `($1::interval, $2)`
 	for {
 		var n int64
 		if err := i.pool.QueryRow(ctx, q, interval(age), batch).Scan(&n); err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/migrations"
 	"github.com/outboxtop/outboxtop/wire"
@@ -16,7 +16,7 @@ import (
 
 // An Inspector on a schema whose name needs quotes reads and acts with nothing
 // of outboxtop's on its search_path: every name in its SQL is qualified
-// (internal/sqltemplate), none resolves by chance to public's tables.
+// (internal/pgsql), none resolves by chance to public's tables.
 func TestQuotedSchemaWithoutSearchPath(t *testing.T) {
 	t.Parallel()
 	const schema = "Outbox_Q"

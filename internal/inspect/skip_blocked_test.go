@@ -3,7 +3,7 @@ package inspect_test
 import (
 	"testing"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // Skip moves the aggregate's blocking event to the archive and clears the relay's

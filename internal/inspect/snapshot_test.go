@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 func TestSnapshotCountsEveryState(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/outboxtop/outboxtop/internal/sqltemplate"
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 )
 
 // Why TerminateBackend refused. Each error's text is one line an operator can
@@ -78,7 +78,7 @@ func (i *Inspector) TerminateBackend(ctx context.Context, r TerminateRequest) (T
 	if actor == "" {
 		actor = DefaultActor(nil)
 	}
-	fn := sqltemplate.Name(i.schema, "outboxtop_audit_terminate")
+	fn := pgsql.Name(i.schema, "outboxtop_audit_terminate")
 	var may bool
 	if err := i.pool.QueryRow(ctx, `SELECT has_function_privilege($1 || '(text, text, jsonb)', 'EXECUTE')`, fn).Scan(&may); err != nil {
 		return TerminateResult{}, fmt.Errorf("terminate-backend: %w", err)

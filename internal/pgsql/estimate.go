@@ -1,7 +1,4 @@
-// Package pgplan reads PostgreSQL's planner estimates: what a count costs
-// nothing to know approximately where counting exactly would scan (a storm of a
-// million failed rows). Callers label what they return as an estimate.
-package pgplan
+package pgsql
 
 import (
 	"context"
@@ -16,8 +13,8 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Rows is the planner's row estimate for query (EXPLAIN, not run).
-func Rows(ctx context.Context, q Querier, query string, args ...any) (int64, error) {
+// EstimatedRows is the planner's row estimate for query (EXPLAIN, not run).
+func EstimatedRows(ctx context.Context, q Querier, query string, args ...any) (int64, error) {
 	var plan []struct {
 		Plan struct {
 			Rows float64 `json:"Plan Rows"`

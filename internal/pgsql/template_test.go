@@ -1,4 +1,4 @@
-package sqltemplate
+package pgsql
 
 import (
 	"testing"

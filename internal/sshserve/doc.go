@@ -1,4 +1,4 @@
-// Package sshconsole serves outboxtop's console over SSH (outboxtop serve), on
+// Package sshserve serves outboxtop's console over SSH (outboxtop serve), on
 // charm.land/wish/v2: every SSH session gets a console of its own, while all of
 // them share one database pool, at most one embedded relay, and one Overview
 // snapshot per refresh: the database sees the same load from twenty consoles as
@@ -14,4 +14,4 @@
 // the text of outboxtop status and ends. A console idle for longer than the idle
 // timeout (no key pressed, no resize) is closed, and so is every console when the
 // server shuts down; each is told why.
-package sshconsole
+package sshserve

@@ -1,4 +1,4 @@
-package sshconsole
+package sshserve
 
 import (
 	"context"
@@ -9,10 +9,10 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/console"
 	"github.com/outboxtop/outboxtop/internal/fleet"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
-	"github.com/outboxtop/outboxtop/tui"
 )
 
 // billingFailedID is billing's failed event (orders has failedID).
@@ -57,10 +57,10 @@ labels = { team = "payments" }
 		c.Fleet = &Fleet{
 			Source: p,
 			Title:  "fleet.toml",
-			Open: func(ctx context.Context, name string, operator bool) (tui.Options, func(), error) {
+			Open: func(ctx context.Context, name string, operator bool) (console.Options, func(), error) {
 				pool, o, err := p.Open(ctx, name, 4)
 				if err != nil {
-					return tui.Options{}, nil, err
+					return console.Options{}, nil, err
 				}
 				var io []inspect.Option
 				if !operator {
@@ -69,9 +69,9 @@ labels = { team = "payments" }
 				in, err := inspect.New(pool, o.Schema, io...)
 				if err != nil {
 					pool.Close()
-					return tui.Options{}, nil, err
+					return console.Options{}, nil, err
 				}
-				return tui.Options{Inspector: in}, pool.Close, nil
+				return console.Options{Inspector: in}, pool.Close, nil
 			},
 			MayAct: func(fp, name string) bool { return limits.Load().MayAct(fp, name) },
 		}

@@ -1,4 +1,4 @@
-package sshconsole
+package sshserve
 
 import (
 	"bytes"
@@ -20,9 +20,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	gossh "golang.org/x/crypto/ssh"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/console"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
-	"github.com/outboxtop/outboxtop/tui"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -83,7 +83,7 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, tweak func(*Config)) *testBundle 
 		HostKeyPath:        b.hostKeyPath,
 		AuthorizedKeysPath: filepath.Join(dir, "authorized_keys"),
 		OperatorsPath:      filepath.Join(dir, "operators"),
-		Console:            tui.Options{Inspector: in},
+		Console:            console.Options{Inspector: in},
 		ReadOnlyInspector:  ro,
 		Status: func(ctx context.Context, w io.Writer) error {
 			s, err := in.Snapshot(ctx)
@@ -172,15 +172,15 @@ func (b *testBundle) dial(key gossh.Signer) (*gossh.Client, error) {
 	})
 }
 
-// console is an SSH session with a terminal of w×h running the console.
-type console struct {
+// session is an SSH session with a terminal of w×h running the console.
+type session struct {
 	t      *testing.T
 	sess   *gossh.Session
 	stdin  io.WriteCloser
 	screen *screen
 }
 
-func (b *testBundle) console(key gossh.Signer, w, h int) *console {
+func (b *testBundle) console(key gossh.Signer, w, h int) *session {
 	b.t.Helper()
 	client, err := b.dial(key)
 	if err != nil {
@@ -201,7 +201,7 @@ func (b *testBundle) console(key gossh.Signer, w, h int) *console {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	c := &console{t: b.t, sess: sess, stdin: stdin, screen: newScreen()}
+	c := &session{t: b.t, sess: sess, stdin: stdin, screen: newScreen()}
 	sess.Stdout = c.screen
 	sess.Stderr = c.screen
 	if err := sess.Shell(); err != nil {
@@ -214,7 +214,7 @@ func (b *testBundle) console(key gossh.Signer, w, h int) *console {
 	return c
 }
 
-func (c *console) send(keys string) {
+func (c *session) send(keys string) {
 	c.t.Helper()
 	if _, err := io.WriteString(c.stdin, keys); err != nil {
 		c.t.Fatal(err)
@@ -223,10 +223,10 @@ func (c *console) send(keys string) {
 
 // waitFor waits until the client has been sent text (escape sequences
 // stripped), failing the test after a generous deadline.
-func (c *console) waitFor(text string) { c.t.Helper(); c.screen.waitFor(c.t, text) }
+func (c *session) waitFor(text string) { c.t.Helper(); c.screen.waitFor(c.t, text) }
 
 // waitClosed waits until the server ends the session.
-func (c *console) waitClosed() {
+func (c *session) waitClosed() {
 	c.t.Helper()
 	select {
 	case <-c.screen.done:

@@ -1,4 +1,4 @@
-package sshconsole
+package sshserve
 
 import (
 	"crypto/ed25519"

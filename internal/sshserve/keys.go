@@ -1,15 +1,15 @@
-package sshconsole
+package sshserve
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strings"
 
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/outboxtop/outboxtop/internal/securefile"
-	"github.com/outboxtop/outboxtop/tui"
 )
 
 // Role is what a key may do.
@@ -126,9 +126,7 @@ func readAuthorizedKeys(path string) ([]authorizedKey, error) {
 		if _, ok := key.(*gossh.Certificate); ok {
 			return nil, fmt.Errorf("%s line %d: certificates are not supported: list the bare key", path, n+1)
 		}
-		keys = append(keys, authorizedKey{key: key, comment: tui.Sanitize(oneLine(comment))})
+		keys = append(keys, authorizedKey{key: key, comment: termtext.Sanitize(termtext.OneLine(comment))})
 	}
 	return keys, nil
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,4 +1,4 @@
-package sshconsole
+package sshserve
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/outboxtop/outboxtop/internal/console"
 	"github.com/outboxtop/outboxtop/internal/testenv"
-	"github.com/outboxtop/outboxtop/tui"
 )
 
 // closedWithin reports whether client's connection ends within d.
@@ -102,10 +102,10 @@ type fakeRelay struct {
 
 func (f *fakeRelay) Pause()  { f.mu.Lock(); f.paused = true; f.mu.Unlock() }
 func (f *fakeRelay) Resume() { f.mu.Lock(); f.paused = false; f.mu.Unlock() }
-func (f *fakeRelay) Status() tui.RelayStatus {
+func (f *fakeRelay) Status() console.RelayStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return tui.RelayStatus{Paused: f.paused, BrokerReachable: true}
+	return console.RelayStatus{Paused: f.paused, BrokerReachable: true}
 }
 
 func (f *fakeRelay) isPaused() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.paused }

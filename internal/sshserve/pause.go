@@ -1,11 +1,11 @@
-package sshconsole
+package sshserve
 
 import (
 	"context"
 	"log/slog"
 
-	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/internal/console"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // AuditedRelay is a console's relay whose pause and resume are recorded in
@@ -14,7 +14,7 @@ import (
 // the audit row cannot be written, nothing changes and the error is logged; the
 // console sees the relay's state unchanged.
 type AuditedRelay struct {
-	Relay     tui.Relay
+	Relay     console.Relay
 	Inspector *inspect.Inspector
 	Actor     string
 	Context   context.Context
@@ -28,7 +28,7 @@ func (a AuditedRelay) Pause() { a.toggle(true) }
 func (a AuditedRelay) Resume() { a.toggle(false) }
 
 // Status is the relay's.
-func (a AuditedRelay) Status() tui.RelayStatus { return a.Relay.Status() }
+func (a AuditedRelay) Status() console.RelayStatus { return a.Relay.Status() }
 
 func (a AuditedRelay) toggle(pause bool) {
 	ctx := a.Context

@@ -1,4 +1,4 @@
-package sshconsole
+package sshserve
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"charm.land/wish/v2"
 	gossh "golang.org/x/crypto/ssh"
 
-	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/internal/console"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // Config configures the server.
@@ -37,7 +37,7 @@ type Config struct {
 	// Console.ReadOnly makes every session read-only. Unless Console.Snapshots is
 	// set, every session reads one shared Overview snapshot, refreshed once per
 	// Console.Refresh (default 1 s), however many sessions are open.
-	Console tui.Options
+	Console console.Options
 	// ReadOnlyInspector serves every other key (made with inspect.ReadOnly()).
 	ReadOnlyInspector *inspect.Inspector
 	// Status writes the text a session without a terminal gets (outboxtop status).

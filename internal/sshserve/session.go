@@ -1,9 +1,10 @@
-package sshconsole
+package sshserve
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -11,7 +12,7 @@ import (
 
 	"charm.land/ssh"
 
-	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/internal/console"
 )
 
 // handle serves one session: the console on a terminal, the status text without
@@ -69,7 +70,7 @@ func (s *Server) handle(sess ssh.Session) {
 		go drain(ctx, winch)
 		code := 0
 		if err := s.cfg.Status(ctx, sess); err != nil {
-			fmt.Fprintf(sess.Stderr(), "outboxtop: %s\r\n", tui.Sanitize(oneLine(err.Error())))
+			fmt.Fprintf(sess.Stderr(), "outboxtop: %s\r\n", termtext.Sanitize(termtext.OneLine(err.Error())))
 			code = 1
 		}
 		done()
@@ -78,12 +79,12 @@ func (s *Server) handle(sess ssh.Session) {
 	}
 
 	act := newActivity()
-	sizes := make(chan tui.Size)
+	sizes := make(chan console.Size)
 	go forwardSizes(ctx, winch, sizes, act)
 	if s.cfg.IdleTimeout > 0 {
 		go watchIdle(ctx, cancel, act, s.cfg.IdleTimeout)
 	}
-	terminal := &tui.Terminal{
+	terminal := &console.Terminal{
 		In:      activityReader{sess, act},
 		Out:     sess,
 		Environ: append(sess.Environ(), "TERM="+pty.Term),
@@ -91,10 +92,10 @@ func (s *Server) handle(sess ssh.Session) {
 		Height:  pty.Window.Height,
 		Resize:  sizes,
 	}
-	log.Info("console session opened", "term", tui.Sanitize(pty.Term), "width", pty.Window.Width, "height", pty.Window.Height)
+	log.Info("console session opened", "term", termtext.Sanitize(pty.Term), "width", pty.Window.Width, "height", pty.Window.Height)
 	start := time.Now()
 	if s.cfg.Fleet != nil {
-		err = tui.RunFleet(s.fleetOptions(ctx, id, terminal))
+		err = console.RunFleet(s.fleetOptions(ctx, id, terminal))
 	} else {
 		opts := s.cfg.Console
 		opts.ReadOnly = opts.ReadOnly || id.Role != Operator
@@ -107,7 +108,7 @@ func (s *Server) handle(sess ssh.Session) {
 			opts.Relay = AuditedRelay{Relay: opts.Relay, Inspector: opts.Inspector, Actor: opts.Actor, Context: ctx, Logger: log}
 		}
 		opts.Terminal = terminal
-		err = tui.Run(opts)
+		err = console.Run(opts)
 	}
 
 	code := 0
@@ -126,7 +127,7 @@ func (s *Server) handle(sess ssh.Session) {
 		fmt.Fprintf(sess, "\r\noutboxtop: %s: this session is closing.\r\n", why)
 		code = 1
 	case err != nil:
-		fmt.Fprintf(sess.Stderr(), "\r\noutboxtop: %s\r\n", tui.Sanitize(oneLine(err.Error())))
+		fmt.Fprintf(sess.Stderr(), "\r\noutboxtop: %s\r\n", termtext.Sanitize(termtext.OneLine(err.Error())))
 		code = 1
 	}
 	log.Info("console session closed", "duration", time.Since(start).Round(time.Second), "reason", closeReason(why, err))
@@ -176,7 +177,7 @@ func drain(ctx context.Context, winch <-chan ssh.Window) {
 
 // forwardSizes passes the client's window changes to the console. A resize
 // counts as activity.
-func forwardSizes(ctx context.Context, winch <-chan ssh.Window, sizes chan<- tui.Size, act *activity) {
+func forwardSizes(ctx context.Context, winch <-chan ssh.Window, sizes chan<- console.Size, act *activity) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -187,7 +188,7 @@ func forwardSizes(ctx context.Context, winch <-chan ssh.Window, sizes chan<- tui
 			}
 			act.touch()
 			select {
-			case sizes <- tui.Size{Width: w.Width, Height: w.Height}:
+			case sizes <- console.Size{Width: w.Width, Height: w.Height}:
 			case <-ctx.Done():
 				return
 			}

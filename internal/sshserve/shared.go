@@ -1,12 +1,12 @@
-package sshconsole
+package sshserve
 
 import (
 	"context"
 	"sync"
 	"time"
 
-	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/tui"
+	"github.com/outboxtop/outboxtop/internal/console"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // sharedSnapshots gives every session the same Overview snapshot, k9s-style:
@@ -19,7 +19,7 @@ import (
 // reads again. A failed read is shared like a good one (a database that is down
 // is not asked twenty times a second).
 type sharedSnapshots struct {
-	src      tui.SnapshotSource
+	src      console.SnapshotSource
 	interval time.Duration
 
 	mu      sync.Mutex
@@ -29,7 +29,7 @@ type sharedSnapshots struct {
 	running chan struct{} // closed when the running read ends; nil when none runs
 }
 
-func newSharedSnapshots(src tui.SnapshotSource, interval time.Duration) *sharedSnapshots {
+func newSharedSnapshots(src console.SnapshotSource, interval time.Duration) *sharedSnapshots {
 	return &sharedSnapshots{src: src, interval: interval}
 }
 

@@ -1,4 +1,4 @@
-package sshconsole
+package sshserve
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/pgtemp"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/migrations"
@@ -151,7 +151,7 @@ func TestTwentySessionsShareOneSnapshotPerRefresh(t *testing.T) {
 	// Count five snapshots at the database: twenty consoles reading their own
 	// would run them within a quarter of a second; shared, they are an interval
 	// apart (less the slack of a read's own duration).
-	const interval = time.Second // tui.Options.Refresh's default
+	const interval = time.Second // console.Options.Refresh's default
 	before := snapshotsRun(t, pool)
 	testenv.WaitFor(t, 30*time.Second, "a snapshot", func() bool { return snapshotsRun(t, pool) > before })
 	first := time.Now()

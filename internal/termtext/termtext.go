@@ -1,4 +1,10 @@
-package tui
+// Package termtext makes untrusted text safe to put on a terminal or in a
+// JSON output, and keeps a message on one line. Payloads, error texts, ids
+// and names read from the database or the network pass through it once, where
+// they enter a view or an output: Sanitize and SanitizeText for the terminal,
+// MarshalJSON and SanitizeJSON for --json, OneLine for a message that must
+// not spill over several lines (a driver's multi-line error).
+package termtext
 
 import (
 	"bytes"
@@ -167,3 +173,7 @@ func SanitizeJSON(b []byte) []byte {
 func jsonEscapedByte(c byte) bool {
 	return c >= 0x7f || (c < 0x20 && c != '\n' && c != '\t' && c != '\r')
 }
+
+// OneLine joins s's lines and runs of white space into single spaces: an
+// error message that must stay on one line of a terminal or a log.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,4 +1,4 @@
-package tui
+package termtext
 
 import (
 	"encoding/json"

@@ -26,8 +26,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/internal/pgtemp"
-	"github.com/outboxtop/outboxtop/internal/sqltemplate"
 	"github.com/outboxtop/outboxtop/outbox"
 	"github.com/outboxtop/outboxtop/relay"
 )
@@ -491,7 +491,7 @@ func claimExplain(ctx context.Context, conn *pgx.Conn, ord relay.Ordering) strin
 	if text == "" {
 		return fmt.Sprintf("not run: %s was not readable when the relay was built\n", file)
 	}
-	stmt := sqltemplate.Qualify(text, "public")
+	stmt := pgsql.Qualify(text, "public")
 	code := sqlCode.ReplaceAllString(stmt, " ")
 	var xmax uint64
 	var xip []uint64

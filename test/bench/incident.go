@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outboxtop/outboxtop/internal/sqltemplate"
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/relay"
 )
 
@@ -484,7 +484,7 @@ func (e *env) incidentExplain(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+sqltemplate.Qualify(string(claim), "public"),
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+pgsql.Qualify(string(claim), "public"),
 		pgx.StrictNamedArgs{"batch": defaultBatch, "token": uuid.New(), "lease_ms": 60000, "holder": "bench:1", "skip_types": []string{}, "skip_ids": []string{},
 			// A relay's first claim: from the start of the index, no earlier snapshot, no hints.
 			"from_at": pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}, "from_seq": int64(math.MinInt64),

@@ -3,7 +3,7 @@ package security
 import (
 	"testing"
 
-	"github.com/outboxtop/outboxtop/inspect"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // TestRelayGrantsReadTheBacklog: the relay's /metrics count with

@@ -9,15 +9,15 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/internal/cli"
+	"github.com/outboxtop/outboxtop/internal/cmd"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // status runs `outboxtop status` with args against b's database as its owner.
 func (b *bundle) status(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := cli.Run(b.ctx, append([]string{"status"}, args...), cli.IO{Out: &out, Err: &errb,
+	code := cmd.Run(b.ctx, append([]string{"status"}, args...), cmd.IO{Out: &out, Err: &errb,
 		Getenv: func(k string) string {
 			if k == "OUTBOXTOP_DSN" {
 				return b.dsn

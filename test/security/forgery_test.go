@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxtop/outboxtop/inbox"
-	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/internal/cli"
+	"github.com/outboxtop/outboxtop/internal/cmd"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/outbox"
 )
 
@@ -405,7 +405,7 @@ func TestPrintedGrantsReplaceEarlierOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	if code := cli.Run(b.ctx, []string{"grants", "--role", "operator", "--to", b.role}, cli.IO{Out: &out, Err: &errb,
+	if code := cmd.Run(b.ctx, []string{"grants", "--role", "operator", "--to", b.role}, cmd.IO{Out: &out, Err: &errb,
 		Getenv: func(string) string { return "" }}); code != 0 {
 		t.Fatalf("grants: %s", errb.String())
 	}

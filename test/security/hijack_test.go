@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/internal/cli"
+	"github.com/outboxtop/outboxtop/internal/cmd"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/migrations"
 )
@@ -264,7 +264,7 @@ func TestMigrateRefusesASchemaOthersMayCreateIn(t *testing.T) {
 	}
 	migrate := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
-		code := cli.Run(ctx, append([]string{"migrate", "--dsn", dsn}, args...), cli.IO{Out: &out, Err: &errb,
+		code := cmd.Run(ctx, append([]string{"migrate", "--dsn", dsn}, args...), cmd.IO{Out: &out, Err: &errb,
 			Getenv: func(string) string { return "" }})
 		return code, out.String(), errb.String()
 	}
@@ -278,8 +278,8 @@ func TestMigrateRefusesASchemaOthersMayCreateIn(t *testing.T) {
 	// quote_ident's quoting: the name needs none.
 	fixes := []string{`REVOKE CREATE ON SCHEMA "public" FROM PUBLIC;`, `REVOKE CREATE ON SCHEMA "public" FROM ` + name + `;`}
 	code, _, stderr := migrate()
-	if code != cli.ExitFailure {
-		t.Fatalf("migrate of a schema everyone may create in: exit %d, want %d (%s)", code, cli.ExitFailure, stderr)
+	if code != cmd.ExitFailure {
+		t.Fatalf("migrate of a schema everyone may create in: exit %d, want %d (%s)", code, cmd.ExitFailure, stderr)
 	}
 	for _, want := range append(fixes, "PUBLIC, "+name, "--allow-schema-create", "nothing was changed") {
 		if !strings.Contains(stderr, want) {
@@ -291,7 +291,7 @@ func TestMigrateRefusesASchemaOthersMayCreateIn(t *testing.T) {
 	}
 
 	code, _, stderr = migrate("--allow-schema-create")
-	if n, err := migrations.Count(); code != cli.ExitOK || err != nil || int(version()) != n {
+	if n, err := migrations.Count(); code != cmd.ExitOK || err != nil || int(version()) != n {
 		t.Fatalf("migrate --allow-schema-create: exit %d (%s), version %d of %d", code, stderr, version(), n)
 	}
 	for _, want := range append(fixes, "warning") {
@@ -304,7 +304,7 @@ func TestMigrateRefusesASchemaOthersMayCreateIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := migrate()
-	if code != cli.ExitOK || stderr != "" || !strings.Contains(stdout, "up to date") {
+	if code != cmd.ExitOK || stderr != "" || !strings.Contains(stdout, "up to date") {
 		t.Fatalf("migrate after the revocation: exit %d, %q, %q", code, stdout, stderr)
 	}
 }
@@ -319,7 +319,7 @@ func TestPrintedGrantsRefuseASchemaOthersMayCreateIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	if code := cli.Run(b.ctx, []string{"grants", "--role", "operator", "--to", b.role}, cli.IO{Out: &out, Err: &errb,
+	if code := cmd.Run(b.ctx, []string{"grants", "--role", "operator", "--to", b.role}, cmd.IO{Out: &out, Err: &errb,
 		Getenv: func(string) string { return "" }}); code != 0 {
 		t.Fatalf("grants: %s", errb.String())
 	}

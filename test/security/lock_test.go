@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outboxtop/outboxtop/internal/cli"
+	"github.com/outboxtop/outboxtop/internal/cmd"
 	"github.com/outboxtop/outboxtop/migrations"
 )
 
@@ -32,7 +32,7 @@ func TestMigrateSaysWhoHoldsItsLock(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	start := time.Now()
-	code := cli.Run(b.ctx, []string{"migrate", "--lock-wait", "2s"}, cli.IO{Out: &out, Err: &errb,
+	code := cmd.Run(b.ctx, []string{"migrate", "--lock-wait", "2s"}, cmd.IO{Out: &out, Err: &errb,
 		Getenv: func(k string) string {
 			if k == "OUTBOXTOP_DSN" {
 				return b.dsn
@@ -54,7 +54,7 @@ func TestMigrateSaysWhoHoldsItsLock(t *testing.T) {
 	}
 	out.Reset()
 	errb.Reset()
-	if code := cli.Run(b.ctx, []string{"migrate", "--lock-wait", "2s"}, cli.IO{Out: &out, Err: &errb,
+	if code := cmd.Run(b.ctx, []string{"migrate", "--lock-wait", "2s"}, cmd.IO{Out: &out, Err: &errb,
 		Getenv: func(k string) string {
 			if k == "OUTBOXTOP_DSN" {
 				return b.dsn

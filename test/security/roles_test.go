@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/outboxtop/outboxtop/inspect"
-	"github.com/outboxtop/outboxtop/internal/cli"
+	"github.com/outboxtop/outboxtop/internal/cmd"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/migrations"
 	"github.com/outboxtop/outboxtop/relay"
@@ -70,7 +70,7 @@ func (b *bundle) login(t *testing.T, role string) (*pgxpool.Pool, string) {
 	ctx, admin, dsn, schema := b.ctx, b.admin, b.dsn, b.schema
 	name := "outboxtop_" + role + "_" + randomHex(4)
 	var out, errb bytes.Buffer
-	if code := cli.Run(ctx, []string{"grants", "--role", role, "--to", name, "--schema", schema}, cli.IO{Out: &out, Err: &errb,
+	if code := cmd.Run(ctx, []string{"grants", "--role", role, "--to", name, "--schema", schema}, cmd.IO{Out: &out, Err: &errb,
 		Getenv: func(string) string { return "" }}); code != 0 {
 		t.Fatalf("outboxtop grants: exit %d: %s", code, errb.String())
 	}

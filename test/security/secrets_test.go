@@ -12,7 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/outboxtop/outboxtop/internal/cli"
+	"github.com/outboxtop/outboxtop/internal/cmd"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 )
 
@@ -25,7 +25,7 @@ const (
 func run(t *testing.T, ctx context.Context, env map[string]string, args ...string) (int, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := cli.Run(ctx, args, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb,
+	code := cmd.Run(ctx, args, cmd.IO{In: strings.NewReader(""), Out: &out, Err: &errb,
 		Getenv: func(k string) string { return env[k] }})
 	return code, out.String() + errb.String()
 }
@@ -64,16 +64,16 @@ func TestSecretsStayOut(t *testing.T) {
 		args []string
 		want int
 	}{
-		{"status, unreachable, --dsn", nil, []string{"status", "--dsn", unreachable}, cli.ExitUnknown},
-		{"status --json, unreachable, DATABASE_URL", map[string]string{"DATABASE_URL": unreachable}, []string{"status", "--json"}, cli.ExitUnknown},
-		{"migrate, unreachable, OUTBOXTOP_DSN", map[string]string{"OUTBOXTOP_DSN": unreachable}, []string{"migrate"}, cli.ExitFailure},
-		{"events, key=value DSN", nil, []string{"events", "--state", "failed", "--dsn", "host=127.0.0.1 port=1 user=app password=" + dbSecret + " connect_timeout=2"}, cli.ExitFailure},
-		{"migrate, password with a space (parse error)", nil, []string{"migrate", "--dsn", "postgres://app:" + dbSecret + " x@db.example/orders"}, cli.ExitUsage},
-		{"migrate, bad port (parse error)", nil, []string{"migrate", "--dsn", "postgres://app:" + dbSecret + "@db.example:99999/orders"}, cli.ExitUsage},
-		{"retry, key=value parse error", nil, []string{"retry", "--all", "--yes", "--dsn", "password='" + dbSecret + " host=h"}, cli.ExitUsage},
+		{"status, unreachable, --dsn", nil, []string{"status", "--dsn", unreachable}, cmd.ExitUnknown},
+		{"status --json, unreachable, DATABASE_URL", map[string]string{"DATABASE_URL": unreachable}, []string{"status", "--json"}, cmd.ExitUnknown},
+		{"migrate, unreachable, OUTBOXTOP_DSN", map[string]string{"OUTBOXTOP_DSN": unreachable}, []string{"migrate"}, cmd.ExitFailure},
+		{"events, key=value DSN", nil, []string{"events", "--state", "failed", "--dsn", "host=127.0.0.1 port=1 user=app password=" + dbSecret + " connect_timeout=2"}, cmd.ExitFailure},
+		{"migrate, password with a space (parse error)", nil, []string{"migrate", "--dsn", "postgres://app:" + dbSecret + " x@db.example/orders"}, cmd.ExitUsage},
+		{"migrate, bad port (parse error)", nil, []string{"migrate", "--dsn", "postgres://app:" + dbSecret + "@db.example:99999/orders"}, cmd.ExitUsage},
+		{"retry, key=value parse error", nil, []string{"retry", "--all", "--yes", "--dsn", "password='" + dbSecret + " host=h"}, cmd.ExitUsage},
 		{"headless, unreachable, SASL from env", map[string]string{"OUTBOXTOP_KAFKA_SASL_PASSWORD": saslSecret},
 			[]string{"--headless", "--dsn", unreachable, "--brokers", "127.0.0.1:1", "--kafka-sasl-mechanism", "scram-sha-512",
-				"--kafka-sasl-user", "relay", "--log-level", "debug"}, cli.ExitFailure},
+				"--kafka-sasl-user", "relay", "--log-level", "debug"}, cmd.ExitFailure},
 	} {
 		code, out := run(t, ctx, c.env, c.args...)
 		if code != c.want {
@@ -103,11 +103,11 @@ func TestSecretsStayOutOfRelayLogs(t *testing.T) {
 	defer broker.Close()
 	brokers := strings.Join(broker.ListenAddrs(), ",")
 	code, out := run(t, context.Background(), nil, "status", "--json", "--dsn", dsn)
-	if code != cli.ExitOK {
+	if code != cmd.ExitOK {
 		t.Fatalf("status: exit %d: %s", code, out)
 	}
 	assertNoSecret(t, "status --json", out, dbSecret)
-	if code, out := run(t, context.Background(), nil, "events", "--state", "pending", "--dsn", dsn); code != cli.ExitOK {
+	if code, out := run(t, context.Background(), nil, "events", "--state", "pending", "--dsn", dsn); code != cmd.ExitOK {
 		t.Fatalf("events: exit %d: %s", code, out)
 	} else {
 		assertNoSecret(t, "events", out, dbSecret)
@@ -128,7 +128,7 @@ func TestSecretsStayOutOfRelayLogs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	code, out = run(t, ctx, map[string]string{"OUTBOXTOP_KAFKA_SASL_PASSWORD": right}, append(args, "--drain", "--log-format", "json")...)
-	if code != cli.ExitOK {
+	if code != cmd.ExitOK {
 		t.Fatalf("headless --drain with the right SASL password: exit %d:\n%s", code, out)
 	}
 	assertNoSecret(t, "headless, right SASL password", out, dbSecret, right)
@@ -173,9 +173,9 @@ func TestSecretFilesAreRefusedWhenOthersMayReadThem(t *testing.T) {
 		{"world-readable TLS key", []string{"--kafka-tls-cert", key, "--kafka-tls-key", key}, "--kafka-tls-key " + key + ": readable or writable by group or others (mode 0644)"},
 	} {
 		var out, errb bytes.Buffer
-		code := cli.Run(context.Background(), append(append([]string{}, base...), c.args...),
-			cli.IO{Out: &out, Err: &errb, Getenv: func(string) string { return "" }})
-		if code != cli.ExitUsage || !strings.Contains(errb.String(), c.want) {
+		code := cmd.Run(context.Background(), append(append([]string{}, base...), c.args...),
+			cmd.IO{Out: &out, Err: &errb, Getenv: func(string) string { return "" }})
+		if code != cmd.ExitUsage || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%s: exit %d, stderr %q; want a usage error with %q", c.name, code, errb.String(), c.want)
 		}
 		if strings.Contains(out.String()+errb.String(), saslSecret) {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxtop/outboxtop/internal/console/internal/seed"
 	"github.com/outboxtop/outboxtop/internal/pgtemp"
 	"github.com/outboxtop/outboxtop/migrations"
-	"github.com/outboxtop/outboxtop/tui/internal/seed"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
