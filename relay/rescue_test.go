@@ -2,6 +2,8 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -73,5 +75,41 @@ func TestRescueGivesBackExpiredLeasesBehindThePosition(t *testing.T) {
 				t.Fatalf("second rescue: %d, %v; want nothing left to give back", n, err)
 			}
 		})
+	}
+}
+
+// Every busy aggregate keeps its head hint while there are fewer than a
+// generation of them, noted in the claims' order; past that the hints stay
+// bounded by two generations.
+func TestHeadHintsKeepEveryBusyAggregate(t *testing.T) {
+	t.Parallel()
+	var h headHints
+	const busy = 5000
+	for round := range 10 {
+		for i := 0; i < busy; i += 400 { // a claim notes the heads of its window
+			var types, ids []string
+			var seqs []int64
+			for j := i; j < min(i+400, busy); j++ {
+				types, ids, seqs = append(types, "order"), append(ids, fmt.Sprint("o-", j)), append(seqs, int64(round*busy+j))
+			}
+			h.note(types, ids, seqs)
+		}
+	}
+	var m map[string]map[string]int64
+	if err := json.Unmarshal([]byte(h.arg()), &m); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m["order"]); n != busy {
+		t.Errorf("%d of %d busy aggregates keep a hint", n, busy)
+	}
+	for j := range 100_000 {
+		h.note([]string{"other"}, []string{fmt.Sprint(j)}, []int64{int64(j)})
+	}
+	m = nil
+	if err := json.Unmarshal([]byte(h.arg()), &m); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m["order"]) + len(m["other"]); n > 2*hintGeneration {
+		t.Errorf("%d hints kept, more than two generations (%d)", n, 2*hintGeneration)
 	}
 }

@@ -101,6 +101,12 @@ func TestSnapshotCostDoesNotGrowWithAHeldHorizon(t *testing.T) {
 		} {
 			total += testenv.PlanBuffers(t, tx, s.sql, s.args...)
 		}
+		// The failed rows' two reads, with the settings snapFailed runs them in.
+		if _, err := tx.Exec(ctx, "SET LOCAL enable_sort = off"); err != nil {
+			t.Fatal(err)
+		}
+		total += testenv.PlanBuffers(t, tx, in.failedGroupsSQL())
+		total += testenv.PlanBuffers(t, tx, in.failedCountSQL(), cp.failed+1)
 		return total
 	}
 	publish(2_000)
