@@ -59,7 +59,7 @@ func TestRelayFlagTablesMatchTheFlags(t *testing.T) {
 			}
 			switch m := quoted.FindStringSubmatch(def); {
 			case def == "off":
-				if !isZero(f) {
+				if !isZeroDefault(f) {
 					t.Errorf("--%s: docs say off, the flag's default is %q", name, f.DefValue)
 				}
 			case m != nil && !envName.MatchString(m[1]): // not an environment variable (`KAFKA_BROKERS`)
@@ -74,14 +74,6 @@ func TestRelayFlagTablesMatchTheFlags(t *testing.T) {
 			t.Errorf("--%s (%s) is a flag of `outboxtop relay` that docs/relay.md's tables do not list", f.Name, f.Usage)
 		}
 	})
-}
-
-func isZero(f *pflag.Flag) bool {
-	switch f.DefValue {
-	case "", "false", "0", "0s", "[]":
-		return true
-	}
-	return false
 }
 
 func sameDefault(f *pflag.Flag, doc string) bool {
