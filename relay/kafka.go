@@ -3,7 +3,6 @@ package relay
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -47,7 +46,7 @@ type KafkaConfig struct {
 // DeliveryTimeout so an outage surfaces as errors instead of a silent stall.
 func NewKafkaClient(c KafkaConfig) (*kgo.Client, error) {
 	if len(c.Brokers) == 0 {
-		return nil, errors.New("no Kafka brokers: set --brokers or KAFKA_BROKERS")
+		return nil, &ConfigError{Field: "Brokers", Problem: "is empty: no Kafka broker to reach"}
 	}
 	for _, b := range c.Brokers {
 		if strings.TrimSpace(b) == "" || !strings.Contains(b, ":") {
@@ -105,10 +104,10 @@ func NewKafkaClient(c KafkaConfig) (*kgo.Client, error) {
 	case "scram-sha-512":
 		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASLUser, Pass: c.SASLPassword}.AsSha512Mechanism()))
 	default:
-		return nil, fmt.Errorf("--kafka-sasl-mechanism must be plain, scram-sha-256 or scram-sha-512, not %q", c.SASLMechanism)
+		return nil, &ConfigError{Field: "SASLMechanism", Problem: fmt.Sprintf("must be plain, scram-sha-256 or scram-sha-512, not %q", c.SASLMechanism)}
 	}
 	if c.SASLMechanism != "" && (c.SASLUser == "" || c.SASLPassword == "") {
-		return nil, errors.New("SASL needs --kafka-sasl-user and a password (OUTBOXTOP_KAFKA_SASL_PASSWORD or --kafka-sasl-password-file)")
+		return nil, &ConfigError{Field: "SASLMechanism", Problem: "needs SASLUser and SASLPassword"}
 	}
 	opts = append(opts, c.Extra...)
 	cl, err := kgo.NewClient(opts...)
@@ -131,7 +130,7 @@ func compression(name string) (kgo.CompressionCodec, error) {
 	case "zstd":
 		return kgo.ZstdCompression(), nil
 	}
-	return kgo.NoCompression(), fmt.Errorf("--kafka-compression must be none, gzip, snappy, lz4 or zstd, not %q", name)
+	return kgo.NoCompression(), &ConfigError{Field: "Compression", Problem: fmt.Sprintf("must be none, gzip, snappy, lz4 or zstd, not %q", name)}
 }
 
 // maxTLSFile bounds a CA bundle, certificate or key file (a path like /dev/zero
@@ -143,27 +142,27 @@ const maxTLSFile = 4 << 20
 func tlsConfig(c KafkaConfig) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.TLSInsecureSkipVerify} //nolint:gosec // operator's explicit choice
 	if c.TLSCAFile != "" {
-		pem, err := securefile.Read("--kafka-tls-ca", c.TLSCAFile, securefile.Plain, maxTLSFile)
+		pem, err := securefile.Read("TLSCAFile", c.TLSCAFile, securefile.Plain, maxTLSFile)
 		if err != nil {
-			return nil, err
+			return nil, fileError("TLSCAFile", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--kafka-tls-ca %s: no PEM certificate found", c.TLSCAFile)
+			return nil, &ConfigError{Field: "TLSCAFile", Problem: fmt.Sprintf("%s: no PEM certificate found", c.TLSCAFile)}
 		}
 		cfg.RootCAs = pool
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
-		return nil, errors.New("--kafka-tls-cert and --kafka-tls-key go together")
+		return nil, &ConfigError{Field: "TLSCertFile", Problem: "and TLSKeyFile go together"}
 	}
 	if c.TLSCertFile != "" {
-		certPEM, err := securefile.Read("--kafka-tls-cert", c.TLSCertFile, securefile.Plain, maxTLSFile)
+		certPEM, err := securefile.Read("TLSCertFile", c.TLSCertFile, securefile.Plain, maxTLSFile)
 		if err != nil {
-			return nil, err
+			return nil, fileError("TLSCertFile", err)
 		}
-		keyPEM, err := securefile.Read("--kafka-tls-key", c.TLSKeyFile, securefile.Secret, maxTLSFile)
+		keyPEM, err := securefile.Read("TLSKeyFile", c.TLSKeyFile, securefile.Secret, maxTLSFile)
 		if err != nil {
-			return nil, err
+			return nil, fileError("TLSKeyFile", err)
 		}
 		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
@@ -172,4 +171,10 @@ func tlsConfig(c KafkaConfig) (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
+}
+
+// fileError is securefile's error about the file a KafkaConfig field names, as
+// a ConfigError of that field.
+func fileError(field string, err error) error {
+	return &ConfigError{Field: field, Problem: strings.TrimLeft(strings.TrimPrefix(err.Error(), field), ": ")}
 }

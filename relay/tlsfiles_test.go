@@ -35,8 +35,8 @@ func TestTLSFilesAreCheckedBeforeTheyAreRead(t *testing.T) {
 		cfg  KafkaConfig
 		want string
 	}{
-		{KafkaConfig{TLS: true, TLSCAFile: fifo}, "--kafka-tls-ca " + fifo + ": not a regular file (a named pipe)"},
-		{KafkaConfig{TLS: true, TLSCertFile: cert, TLSKeyFile: key}, "--kafka-tls-key " + key + ": readable or writable by group or others (mode 0644): chmod 600"},
+		{KafkaConfig{TLS: true, TLSCAFile: fifo}, "TLSCAFile " + fifo + ": not a regular file (a named pipe)"},
+		{KafkaConfig{TLS: true, TLSCertFile: cert, TLSKeyFile: key}, "TLSKeyFile " + key + ": readable or writable by group or others (mode 0644): chmod 600"},
 	} {
 		done := make(chan error, 1)
 		go func() { _, err := tlsConfig(c.cfg); done <- err }()

@@ -16,12 +16,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/outboxtop/outboxtop/internal/termtext"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/outboxtop/outboxtop/internal/termtext"
+	"github.com/outboxtop/outboxtop/relay"
 )
 
 // Exit codes.
@@ -119,6 +121,11 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	err := run(ctx, rest, stdio)
 	if capped != nil {
 		capped.endLine()
+	}
+	if errors.As(err, new(*relay.ConfigError)) && !errors.As(err, new(usageError)) {
+		// A setting the relay or its Kafka client refused, wherever it was
+		// found: bad usage, said in the flags' names.
+		err = usagef("%v", inFlagWords(err))
 	}
 	switch {
 	case err == nil:

@@ -148,21 +148,28 @@ var relayFlagOf = map[string]string{
 	"LockTimeout": "--lock-timeout", "SweepInterval": "--sweep-interval", "HeartbeatInterval": "--heartbeat-interval",
 	"Holder": "the relay's holder name", "MaxMessageBytes": "--kafka-max-message-bytes",
 	"TopicTemplate": "--topic-template", "Topics": "--topics",
+	// KafkaConfig's.
+	"Brokers": "--brokers (or KAFKA_BROKERS)", "Compression": "--kafka-compression",
+	"SASLMechanism": "--kafka-sasl-mechanism", "SASLUser": "--kafka-sasl-user",
+	"SASLPassword": "a password (OUTBOXTOP_KAFKA_SASL_PASSWORD or --kafka-sasl-password-file)",
+	"TLSCAFile":    "--kafka-tls-ca", "TLSCertFile": "--kafka-tls-cert", "TLSKeyFile": "--kafka-tls-key",
 }
 
 var relayFieldWord = regexp.MustCompile(`\b[A-Z][A-Za-z]+\b`)
 
-// inFlagWords says a relay.ConfigError in the flags' names: the relay speaks
-// of its Config fields, a user of this binary set flags.
+// inFlagWords says a relay.ConfigError in err in the flags' names: the relay
+// speaks of its Config and KafkaConfig fields, a user of this binary set
+// flags. The rest of err's text is kept.
 func inFlagWords(err error) error {
 	var ce *relay.ConfigError
 	if !errors.As(err, &ce) {
 		return err
 	}
-	return errors.New(relayFieldWord.ReplaceAllStringFunc(ce.Error(), func(w string) string {
+	words := relayFieldWord.ReplaceAllStringFunc(ce.Error(), func(w string) string {
 		if flag, ok := relayFlagOf[w]; ok {
 			return flag
 		}
 		return w
-	}))
+	})
+	return errors.New(strings.Replace(err.Error(), ce.Error(), words, 1))
 }

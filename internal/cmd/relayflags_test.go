@@ -98,3 +98,33 @@ func TestRelayConfigErrorsNameTheirFlags(t *testing.T) {
 		}
 	}
 }
+
+// The Kafka client's refusals name KafkaConfig fields; through inFlagWords the
+// user reads the flags they set, and no field name is left.
+func TestKafkaConfigErrorsSpeakFlags(t *testing.T) {
+	t.Parallel()
+	for want, k := range map[string]relay.KafkaConfig{
+		"--kafka-compression must be":    {Brokers: []string{"b:9092"}, Compression: "brotli"},
+		"--kafka-sasl-mechanism must be": {Brokers: []string{"b:9092"}, SASLMechanism: "kerberos"},
+		"--kafka-sasl-mechanism needs --kafka-sasl-user and a password (OUTBOXTOP_KAFKA_SASL_PASSWORD": {Brokers: []string{"b:9092"}, SASLMechanism: "plain"},
+		"--kafka-tls-cert and --kafka-tls-key go together":                                             {Brokers: []string{"b:9092"}, TLSCertFile: "/x.pem"},
+		"--kafka-tls-ca stat /nonexistent/ca.pem":                                                      {Brokers: []string{"b:9092"}, TLSCAFile: "/nonexistent/ca.pem"},
+		"--brokers (or KAFKA_BROKERS) is empty":                                                        {},
+	} {
+		_, err := relay.NewKafkaClient(k)
+		var ce *relay.ConfigError
+		if !errors.As(err, &ce) {
+			t.Errorf("%+v: %v, want a ConfigError", k, err)
+			continue
+		}
+		msg := inFlagWords(err).Error()
+		if !strings.HasPrefix(msg, want) {
+			t.Errorf("%+v: %q, want it to start %q", k, msg, want)
+		}
+		for _, f := range reflect.VisibleFields(reflect.TypeFor[relay.KafkaConfig]()) {
+			if strings.Contains(msg, f.Name+" ") || strings.HasSuffix(msg, f.Name) {
+				t.Errorf("%q still names the KafkaConfig field %s", msg, f.Name)
+			}
+		}
+	}
+}
