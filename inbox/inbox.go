@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -62,16 +64,21 @@ func Prune(ctx context.Context, db PruneDB, consumer string, olderThan time.Dura
 	return defaultStore.Prune(ctx, db, consumer, olderThan)
 }
 
-func (s Store) table() string { return s.name("consumed_event") }
-
-// name is the schema's object name, quoted.
-func (s Store) name(object string) string {
-	schema := s.Schema
-	if schema == "" {
-		schema = wire.DefaultSchema
+func (s Store) schema() string {
+	if s.Schema == "" {
+		return wire.DefaultSchema
 	}
-	return pgx.Identifier{schema, object}.Sanitize()
+	return s.Schema
 }
+
+// statements are the package's SQL (sql/*.sql), one file a statement.
+//
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+var statements = pgsql.PerSchema{FS: sqlFiles, Pattern: "sql/*.sql"}
+
+func (s Store) sql(name string) string { return statements.For(s.schema()).SQL(name) }
 
 // EventID returns the event id carried in rec's event_id header. A record
 // without one, with one that is not a UUID (or is the nil UUID), or with two
@@ -135,8 +142,7 @@ func (s Store) HandleID(ctx context.Context, db DB, consumer string, eventID uui
 	// Also on a panic in apply.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	tag, err := tx.Exec(ctx, `INSERT INTO `+s.table()+` (consumer_name, event_id) VALUES ($1, $2)
-		ON CONFLICT DO NOTHING`, consumer, eventID)
+	tag, err := tx.Exec(ctx, s.sql("record"), consumer, eventID)
 	if err != nil {
 		return false, fmt.Errorf("inbox %s: recording event %s: %w", consumer, eventID, err)
 	}
@@ -173,33 +179,25 @@ func (s Store) Prune(ctx context.Context, db PruneDB, consumer string, olderThan
 	// One cutoff for every batch, so a prune that runs while events are being
 	// consumed ends.
 	var cutoff time.Time
-	if err := db.QueryRow(ctx, `SELECT now() - make_interval(secs => $1)`, olderThan.Seconds()).Scan(&cutoff); err != nil {
+	if err := db.QueryRow(ctx, s.sql("prune_cutoff"), olderThan.Seconds()).Scan(&cutoff); err != nil {
 		return 0, fmt.Errorf("inbox %s: prune cutoff: %w", consumer, err)
 	}
-	// Through the schema's function: consumer roles have no DELETE on the table
-	// (with it they could lock every other consumer's inserts out). A schema
-	// migrated before the function existed has none; its roles still have DELETE.
-	prune := `SELECT ` + s.name("outboxtop_inbox_prune") + `($1, $2, $3)`
-	del := `DELETE FROM ` + s.table() + ` WHERE consumer_name = $1 AND event_id IN (
-		SELECT event_id FROM ` + s.table() + `
-		WHERE consumer_name = $1 AND consumed_at < $2
-		ORDER BY consumed_at LIMIT $3)`
-	// Asked, not tried: a failed call would abort the caller's transaction.
-	var direct bool
-	if err := db.QueryRow(ctx, `SELECT to_regprocedure($1) IS NULL`,
-		s.name("outboxtop_inbox_prune")+"(text, timestamptz, integer)").Scan(&direct); err != nil {
+	// Through the schema's function where it has one (sql/prune.sql says why).
+	var hasFunction bool
+	if err := db.QueryRow(ctx, s.sql("prune_function"),
+		pgx.Identifier{s.schema(), "outboxtop_inbox_prune"}.Sanitize()+"(text, timestamptz, integer)").Scan(&hasFunction); err != nil {
 		return 0, fmt.Errorf("inbox %s: pruning: %w", consumer, err)
 	}
 	var total int64
 	for {
 		var n int64
 		var err error
-		if direct {
-			var tag pgconn.CommandTag
-			tag, err = db.Exec(ctx, del, consumer, cutoff, batch)
-			n = tag.RowsAffected()
+		if hasFunction {
+			err = db.QueryRow(ctx, s.sql("prune"), consumer, cutoff, batch).Scan(&n)
 		} else {
-			err = db.QueryRow(ctx, prune, consumer, cutoff, batch).Scan(&n)
+			var tag pgconn.CommandTag
+			tag, err = db.Exec(ctx, s.sql("prune_direct"), consumer, cutoff, batch)
+			n = tag.RowsAffected()
 		}
 		if err != nil {
 			return total, fmt.Errorf("inbox %s: pruning: %w", consumer, err)

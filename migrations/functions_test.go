@@ -37,8 +37,10 @@ func TestEachFunctionHasOneFile(t *testing.T) {
 		if len(defined) != 1 || defined[0] != name {
 			t.Errorf("functions/%s.sql defines %v, want exactly %s", name, defined, name)
 		}
-		sql := pgsql.Qualify(string(body), "public")
-		sql = strings.ReplaceAll(sql, "{{.channel}}", "'outboxtop_public'")
+		sql, err := pgsql.Execute(name, string(body), pgsql.Data("public", map[string]any{"channel": "'outboxtop_public'"}))
+		if err != nil {
+			t.Fatalf("functions/%s.sql: %v", name, err)
+		}
 		if err := pgsql.Check(sql); err != nil {
 			t.Errorf("functions/%s.sql: %v", name, err)
 		}

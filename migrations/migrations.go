@@ -47,7 +47,6 @@
 package migrations
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"errors"
@@ -56,12 +55,12 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/tern/v2/migrate"
 
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -206,10 +205,7 @@ const pinPath = "SET search_path = pg_catalog, pg_temp;\n"
 
 // templateData is what the SQL files' templates see.
 func templateData(schema string) map[string]any {
-	return map[string]any{
-		"schema":  pgx.Identifier{schema}.Sanitize(),
-		"channel": quoteLiteral(wire.Channel(schema)),
-	}
+	return pgsql.Data(schema, map[string]any{"channel": quoteLiteral(wire.Channel(schema))})
 }
 
 // FunctionNames lists the function files' names (without .sql), in the order
@@ -268,15 +264,11 @@ func functionSQL(name string, data map[string]any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tmpl, err := template.New(path).Option("missingkey=error").Parse(string(body))
+	sql, err := pgsql.Execute(path, string(body), data)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	var b bytes.Buffer
-	if err := tmpl.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return b.String(), nil
+	return sql, nil
 }
 
 // Version returns the schema version recorded in schema, or 0 when outboxtop's

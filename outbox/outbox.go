@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -72,13 +74,23 @@ func AddMany(ctx context.Context, db DB, evs []Event) ([]uuid.UUID, error) {
 	return defaultWriter.AddMany(ctx, db, evs)
 }
 
-func (w Writer) table() pgx.Identifier {
-	schema := w.Schema
-	if schema == "" {
-		schema = wire.DefaultSchema
+func (w Writer) table() pgx.Identifier { return pgx.Identifier{w.schema(), "outbox_event"} }
+
+func (w Writer) schema() string {
+	if w.Schema == "" {
+		return wire.DefaultSchema
 	}
-	return pgx.Identifier{schema, "outbox_event"}
+	return w.Schema
 }
+
+// statements are the package's SQL (sql/*.sql), one file a statement.
+//
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+var statements = pgsql.PerSchema{FS: sqlFiles, Pattern: "sql/*.sql"}
+
+func (w Writer) sql(name string) string { return statements.For(w.schema()).SQL(name) }
 
 // Add validates ev and inserts it through db, returning its event id. An
 // invalid event is refused before anything is sent, so the caller's
@@ -92,9 +104,7 @@ func (w Writer) Add(ctx context.Context, db DB, ev Event) (uuid.UUID, error) {
 	if !ev.AvailableAt.IsZero() {
 		availableAt = ev.AvailableAt
 	}
-	_, err = db.Exec(ctx, `INSERT INTO `+w.table().Sanitize()+`
-		(event_id, aggregate_type, aggregate_id, event_type, payload, topic, headers, available_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::timestamptz, now()))`,
+	_, err = db.Exec(ctx, w.sql("insert"),
 		r.id, r.aggregateType, r.aggregateID, r.eventType, r.payload, r.topic, r.headers, availableAt)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("adding event %s to outbox: %w", r.id, err)
@@ -136,7 +146,7 @@ func (w Writer) AddMany(ctx context.Context, db DB, evs []Event) ([]uuid.UUID, e
 		// COPY applies a column default to every row or to none, so a batch
 		// that mixes delayed and immediate events spells out now() itself.
 		var now time.Time
-		if err := db.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+		if err := db.QueryRow(ctx, w.sql("now")).Scan(&now); err != nil {
 			return nil, fmt.Errorf("reading the database's time: %w", err)
 		}
 		columns = append(columns, "available_at")

@@ -246,15 +246,14 @@
 // One file a statement, rather than files grouped by purpose, so that a
 // statement's header documents that statement alone and a newcomer finds the
 // ordered claim in one file. The statements name their tables
-// {{.schema}}.outbox_event, the migrations' placeholder, replaced by the quoted
-// schema when a Relay is built (package internal/pgsql, shared with
-// package inspect). Statements with more than three parameters take them by
+// {{.schema}}.outbox_event, filled with the quoted schema when a Relay is
+// built (package internal/pgsql, the template mechanism inspect's statements
+// and the migrations' functions share). Statements with more than three parameters take them by
 // name (pgx.StrictNamedArgs: @token, @ids…); the others by position.
 //
 // The event states are defined once, as SQL conditions, in package wire. The
-// metrics' statements (backlog.go, health.go) are composed in Go from wire's
-// conditions as they are, on schema-qualified names from sqltemplate.Name; the
-// only other SQL is LISTEN on the schema's channel (relay.go).
+// health collector's statement is sql/table_tuples.sql; the only other SQL is
+// LISTEN on the schema's channel (relay.go).
 //
 // The claims restate ready (wire.ReadySQL), written out over their aliased
 // rows so that each file reads on its own and, in the window, so that the
@@ -267,7 +266,7 @@
 // sql/claim_unordered.sql (one), and TestReadyIsRestatedFaithfully checks each
 // against wire's condition on rows of every combination of the columns; an
 // unmarked available_at <= now() fails it. Elsewhere ready is written out in
-// wire.OldestPublishableSQL, beside its definition, and the states are
+// internal/inspect/sql/oldest_publishable.sql, beside its definition, and the states are
 // restated by outboxtop_state (migrations/functions/outboxtop_state.sql) for the operator's
 // actions (package inspect's TestStateFunctionIsWires checks it).
 package relay

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/internal/throttle"
 )
 
@@ -35,13 +36,12 @@ type health struct {
 // NewHealthCollector returns a collector for schema's outbox_event.
 func NewHealthCollector(pool *pgxpool.Pool, schema string) *HealthCollector {
 	return &HealthCollector{
-		pool:   pool,
-		schema: schema,
-		cache:  throttle.Read[health]{Min: 15 * time.Second, Timeout: 5 * time.Second},
-		tuplesQuery: `SELECT coalesce(n_dead_tup, 0), coalesce(n_live_tup, 0) FROM pg_stat_user_tables
-			WHERE schemaname = $1 AND relname = 'outbox_event'`,
-		dead: prometheus.NewDesc("outboxtop_table_dead_tuples", "Dead tuples in outbox_event (pg_stat_user_tables.n_dead_tup).", nil, nil),
-		live: prometheus.NewDesc("outboxtop_table_live_tuples", "Live tuples in outbox_event (pg_stat_user_tables.n_live_tup).", nil, nil),
+		pool:        pool,
+		schema:      schema,
+		cache:       throttle.Read[health]{Min: 15 * time.Second, Timeout: 5 * time.Second},
+		tuplesQuery: newStatements(schema).tableTuples,
+		dead:        prometheus.NewDesc("outboxtop_table_dead_tuples", "Dead tuples in outbox_event (pg_stat_user_tables.n_dead_tup).", nil, nil),
+		live:        prometheus.NewDesc("outboxtop_table_live_tuples", "Live tuples in outbox_event (pg_stat_user_tables.n_live_tup).", nil, nil),
 	}
 }
 
@@ -64,7 +64,7 @@ func (c *HealthCollector) Collect(ch chan<- prometheus.Metric) {
 
 func (c *HealthCollector) read() (health, error) {
 	return c.cache.Get(func(ctx context.Context) (h health, err error) {
-		err = c.pool.QueryRow(ctx, c.tuplesQuery, c.schema).Scan(&h.dead, &h.live)
+		err = c.pool.QueryRow(ctx, c.tuplesQuery, pgsql.Name(c.schema, "outbox_event")).Scan(&h.dead, &h.live)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = nil
 		}

@@ -30,6 +30,8 @@ type statements struct {
 	heartbeat      string
 	// waitingForTopics is not the relay's: WaitingForMissingTopics reads it.
 	waitingForTopics string
+	// tableTuples is the health collector's.
+	tableTuples string
 }
 
 func newStatements(schema string) statements {
@@ -52,5 +54,6 @@ func newStatements(schema string) statements {
 		heartbeat:      load("heartbeat"),
 
 		waitingForTopics: load("waiting_for_topics"),
+		tableTuples:      load("table_tuples"),
 	}
 }

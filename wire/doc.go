@@ -18,11 +18,9 @@
 //     relay listens on.
 //   - Event states: State and the SQL condition of each (ReadySQL, FailedSQL, …;
 //     see the table below), shared by the relay's queries, inspect's lists and
-//     actions, the console and status. BlockerSQL is what blocks an aggregate
-//     (a failed or scheduled event that heads it, HeadSQL), the relay's health
-//     gauge and the console's blocked list both count it; WaitingSQL is what
-//     waits behind one, and OldestPublishableSQL the age of the oldest event
-//     the relay could publish now.
+//     actions, the console and status. What is built on them (an aggregate's
+//     head, a blocker, what waits behind one) is the read model's, in
+//     internal/inspect's SQL files, not part of the contract.
 //
 // # Why a package of its own
 //

@@ -2,7 +2,6 @@ package wire_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -68,58 +67,5 @@ func TestEveryRowIsInOneState(t *testing.T) {
 	}
 	if _, err := wire.Parse("bogus"); err == nil {
 		t.Error("Parse accepted bogus")
-	}
-}
-
-// A blocker is a failed or scheduled event with no unpublished event of its
-// aggregate before it; HeadSQL is the second half; WaitingSQL is what waits
-// behind a blocker.
-func TestBlockerAndHead(t *testing.T) {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, testenv.DB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	// aggregate/event: state, in seq order within each aggregate.
-	if _, err := conn.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, published_at, failed_at, available_at) VALUES
-		(gen_random_uuid(), 'a', 'failed-head', 'pub', '{}', now(), NULL, now()),
-		(gen_random_uuid(), 'a', 'failed-head', 'blocker', '{}', NULL, now(), now()),
-		(gen_random_uuid(), 'a', 'failed-head', 'waits', '{}', NULL, NULL, now()),
-		(gen_random_uuid(), 'a', 'scheduled-head', 'blocker', '{}', NULL, NULL, now() + interval '1 hour'),
-		(gen_random_uuid(), 'a', 'scheduled-head', 'waits', '{}', NULL, NULL, now()),
-		(gen_random_uuid(), 'a', 'ready-head', 'head', '{}', NULL, NULL, now()),
-		(gen_random_uuid(), 'a', 'ready-head', 'behind', '{}', NULL, now(), now()),
-		(gen_random_uuid(), 'a', 'ready-head', 'later', '{}', NULL, NULL, now())`); err != nil {
-		t.Fatal(err)
-	}
-	names := func(cond string) []string {
-		rows, err := conn.Query(ctx, `SELECT aggregate_id || '/' || event_type FROM outbox_event o WHERE `+cond+` ORDER BY seq`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	if got, want := names(wire.BlockerSQL("outbox_event", "o")), []string{"failed-head/blocker", "scheduled-head/blocker"}; !slices.Equal(got, want) {
-		t.Errorf("blockers %v, want %v", got, want)
-	}
-	if got, want := names("published_at IS NULL AND "+wire.HeadSQL("outbox_event", "o")), []string{"failed-head/blocker", "scheduled-head/blocker", "ready-head/head"}; !slices.Equal(got, want) {
-		t.Errorf("unpublished heads %v, want %v", got, want)
-	}
-	// Waiting: behind a failed or scheduled head. ready-head/later is not
-	// waiting yet (its head is ready; the relay publishes that first, and then
-	// the failed event behind it heads the aggregate).
-	if got, want := names("published_at IS NULL AND "+wire.WaitingSQL("outbox_event", "o")), []string{"failed-head/waits", "scheduled-head/waits"}; !slices.Equal(got, want) {
-		t.Errorf("waiting %v, want %v", got, want)
-	}
-	if _, err := conn.Exec(ctx, `UPDATE outbox_event SET published_at = now() WHERE aggregate_id = 'ready-head' AND event_type = 'head'`); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := names("published_at IS NULL AND "+wire.WaitingSQL("outbox_event", "o")), []string{"failed-head/waits", "scheduled-head/waits", "ready-head/later"}; !slices.Equal(got, want) {
-		t.Errorf("waiting once the ready head is published %v, want %v", got, want)
 	}
 }

@@ -62,7 +62,7 @@ func newBacklogCollector(in *inspect.Inspector) *backlogCollector {
 			"Aggregates whose oldest unpublished event is failed or scheduled, so their later events wait: exact, or the blocked aggregates found (outboxtop_blocked_aggregates_lower_bound).", nil, nil),
 		blockedLower: prometheus.NewDesc("outboxtop_blocked_aggregates_lower_bound", "1 when outboxtop_blocked_aggregates is a lower bound: the blocked aggregates found.", nil, nil),
 		oldestPend:   prometheus.NewDesc("outboxtop_oldest_pending_age_seconds", "Age of the oldest pending (ready or scheduled) event, from its created_at.", nil, nil),
-		oldestRdy:    prometheus.NewDesc("outboxtop_oldest_ready_age_seconds", "How long the oldest publishable event has been claimable (now - max(created_at, available_at)): the relay's lag. Ready events waiting behind a failed or scheduled head of their aggregate (wire.WaitingSQL) are left out.", nil, nil),
+		oldestRdy:    prometheus.NewDesc("outboxtop_oldest_ready_age_seconds", "How long the oldest publishable event has been claimable (now - max(created_at, available_at)): the relay's lag. Ready events waiting behind a failed or scheduled head of their aggregate are left out.", nil, nil),
 		oldestPub:    prometheus.NewDesc("outboxtop_oldest_publishable_age_seconds", "The relay's lag, as outboxtop_oldest_ready_age_seconds: how long the oldest publishable event (not waiting behind a failed or scheduled head of its aggregate) has been claimable.", nil, nil),
 		up:           prometheus.NewDesc("outboxtop_backlog_up", "1 when the last backlog read succeeded.", nil, nil),
 		estimated: prometheus.NewDesc("outboxtop_backlog_estimated",

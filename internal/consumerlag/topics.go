@@ -2,11 +2,19 @@ package consumerlag
 
 import (
 	"context"
+	"embed"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 )
+
+// sqlFiles holds the package's statement.
+//
+//go:embed sql/*.sql
+var sqlFiles embed.FS
 
 // RecentEvents is how many of the latest published and of the latest archived
 // events OutboxTopics looks at.
@@ -17,14 +25,7 @@ const RecentEvents = 10000
 // plus extra (topics the operator named). A topic that has seen no event in that
 // window (a quiet topic beside a busy one) is missed unless named in extra.
 func OutboxTopics(pool *pgxpool.Pool, schema string, extra []string) func(context.Context) ([]string, error) {
-	ev := pgx.Identifier{schema, "outbox_event"}.Sanitize()
-	ar := pgx.Identifier{schema, "outbox_event_archive"}.Sanitize()
-	// Each branch walks its timestamp index backwards and stops after the limit.
-	q := `SELECT DISTINCT kafka_topic FROM (
-		(SELECT kafka_topic FROM ` + ev + ` WHERE published_at IS NOT NULL ORDER BY published_at DESC LIMIT $1)
-		UNION ALL
-		(SELECT kafka_topic FROM ` + ar + ` ORDER BY archived_at DESC LIMIT $1)
-	) recent WHERE kafka_topic IS NOT NULL`
+	q := pgsql.Load(sqlFiles, "sql/recent_topics.sql", schema)
 	return func(ctx context.Context) ([]string, error) {
 		rows, err := pool.Query(ctx, q, RecentEvents)
 		if err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -171,7 +170,7 @@ func (i *Inspector) target(r Request, archived bool) where {
 		}
 		w.add(strings.Join(conds, " OR "))
 		if r.Action == Skip {
-			w.add(i.blockerSQL())
+			w.add(i.q.SQL("blocker", map[string]any{"row": "e"}))
 		}
 		if slices.Equal(r.fromStates(), []wire.State{wire.Published}) {
 			ageCol = "published_at"
@@ -204,8 +203,8 @@ func (i *Inspector) DryRun(ctx context.Context, r Request) (Plan, error) {
 		w := i.target(r, archived)
 		var n int64
 		var sample []string
-		if err := i.pool.QueryRow(ctx, `SELECT count(*), coalesce((array_agg(event_id::text ORDER BY seq))[1:`+fmt.Sprint(SampleSize)+`], '{}')
-			FROM `+table+` WHERE `+w.sql(), w.args...).Scan(&n, &sample); err != nil {
+		q := i.q.SQL("action_dry_run", map[string]any{"table": table, "where": w.sql(), "sample": SampleSize})
+		if err := i.pool.QueryRow(ctx, q, w.args...).Scan(&n, &sample); err != nil {
 			return fmt.Errorf("%s dry run: %w", r.Action, err)
 		}
 		p.Count += n
@@ -290,7 +289,7 @@ func (i *Inspector) do(ctx context.Context, r Request, filter []byte) (Result, e
 		var ids [][16]byte
 		err := i.eachTable(r, func(table string, archived bool) error {
 			w := i.target(r, archived)
-			rows, err := tx.Query(ctx, `SELECT event_id FROM `+table+` WHERE `+w.sql()+` ORDER BY seq`, w.args...)
+			rows, err := tx.Query(ctx, i.q.SQL("action_targets", map[string]any{"table": table, "where": w.sql()}), w.args...)
 			if err != nil {
 				return err
 			}
@@ -350,8 +349,8 @@ func (i *Inspector) call(ctx context.Context, q querier, fn string, args []any, 
 	}
 	var n int64
 	var ids []string
-	err := q.QueryRow(ctx, `SELECT out_audit_id, out_rows, out_event_ids::text[] FROM `+
-		pgsql.Name(i.schema, fn)+`(`+strings.Join(marks, ", ")+`)`, args...).Scan(&res.AuditID, &n, &ids)
+	stmt := i.q.SQL("action", map[string]any{"fn": fn, "params": strings.Join(marks, ", ")})
+	err := q.QueryRow(ctx, stmt, args...).Scan(&res.AuditID, &n, &ids)
 	if err != nil {
 		return err
 	}
@@ -386,9 +385,7 @@ func (i *Inspector) archiveBatches(ctx context.Context, r Request, filter []byte
 	// over, so the batches end.
 	refused := [][16]byte{} // never NULL: NOT (id = ANY (NULL)) matches nothing
 	w.add(`NOT (event_id = ANY (` + w.arg(&refused) + `::uuid[]))`)
-	q := `SELECT event_id FROM ` + i.outbox + ` WHERE ` + w.sql() + `
-		ORDER BY published_at LIMIT ` + w.arg(batch)
-	fn := pgsql.Name(i.schema, actionFunctions[Archive])
+	q := i.q.SQL("archive_targets", map[string]any{"where": w.sql(), "limit": w.arg(batch)})
 	// Every batch on one connection: only the session that wrote the audit row
 	// may add to it.
 	conn, err := i.pool.Acquire(ctx)
@@ -412,8 +409,7 @@ func (i *Inspector) archiveBatches(ctx context.Context, r Request, filter []byte
 			var n, nRefused int64
 			var moved []string
 			var refusedIDs [][16]byte
-			if err := tx.QueryRow(ctx, `SELECT out_audit_id, out_rows, out_event_ids::text[], out_refused, out_refused_ids FROM `+
-				fn+`($1, $2, $3, $4, $5)`, r.Actor, r.Reason, ids, filter, audit).
+			if err := tx.QueryRow(ctx, i.q.SQL("archive_batch"), r.Actor, r.Reason, ids, filter, audit).
 				Scan(&res.AuditID, &n, &moved, &nRefused, &refusedIDs); err != nil {
 				return err
 			}
@@ -466,8 +462,7 @@ func (i *Inspector) AuditRelay(ctx context.Context, actor string, paused bool) (
 		action = "pause"
 	}
 	var id int64
-	err := i.pool.QueryRow(ctx, `SELECT `+pgsql.Name(i.schema, "outboxtop_audit_relay")+`($1, $2)`,
-		actor, action).Scan(&id)
+	err := i.pool.QueryRow(ctx, i.q.SQL("audit_relay"), actor, action).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("auditing %s: %w", action, err)
 	}
@@ -485,12 +480,12 @@ func IsRefusal(err error) bool {
 func (i *Inspector) eachTable(r Request, f func(table string, archived bool) error) error {
 	inOutbox, inArchive := r.touches()
 	if inOutbox {
-		if err := f(i.outbox, false); err != nil {
+		if err := f("outbox_event", false); err != nil {
 			return err
 		}
 	}
 	if inArchive {
-		return f(i.archive, true)
+		return f("outbox_event_archive", true)
 	}
 	return nil
 }

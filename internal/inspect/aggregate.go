@@ -3,8 +3,6 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -59,8 +57,7 @@ func (i *Inspector) Timeline(ctx context.Context, aggregateType, aggregateID str
 	}
 	t := Timeline{AggregateType: aggregateType, AggregateID: aggregateID}
 	var head *int64
-	err := i.pool.QueryRow(ctx, "SELECT min(seq) FROM "+i.outbox+
-		" WHERE aggregate_type = $1 AND aggregate_id = $2 AND published_at IS NULL", aggregateType, aggregateID).Scan(&head)
+	err := i.pool.QueryRow(ctx, i.q.SQL("timeline_head"), aggregateType, aggregateID).Scan(&head)
 	if err != nil {
 		return Timeline{}, fmt.Errorf("reading the head of %s/%s: %w", aggregateType, aggregateID, err)
 	}
@@ -102,49 +99,15 @@ func (i *Inspector) Timeline(ctx context.Context, aggregateType, aggregateID str
 	return t, nil
 }
 
-// timelineParts are the three places an aggregate's events live, each with the
-// condition that lets an index by (aggregate_type, aggregate_id, seq) serve it:
-// outbox_aggregate_idx holds unpublished rows only and the opt-in
-// outbox_aggregate_published_idx (migration 009 says why it is not built by
-// default) published ones, so a condition on neither could use neither.
-func (i *Inspector) timelineParts() [3]struct {
-	from, cond string
-	archived   bool
-} {
-	return [3]struct {
-		from, cond string
-		archived   bool
-	}{
-		{i.outbox, " AND published_at IS NULL", false},
-		{i.outbox, " AND published_at IS NOT NULL", false},
-		{i.archive, "", true},
-	}
-}
-
 // timelineSQL reads up to n events of the aggregate ($1, $2) matching where, in
-// seq order (ASC or DESC): the first n of each part along its index, merged.
+// seq order (ASC or DESC): sql/timeline.sql.
 func (i *Inspector) timelineSQL(where, order string, n int) string {
-	l := strconv.Itoa(n)
-	var parts []string
-	for _, p := range i.timelineParts() {
-		parts = append(parts, "(SELECT "+eventColumns(p.archived, false)+" FROM "+p.from+
-			" WHERE aggregate_type = $1 AND aggregate_id = $2"+p.cond+where+" ORDER BY seq "+order+" LIMIT "+l+")")
-	}
-	return strings.Join(parts, " UNION ALL ") + " ORDER BY 2 " + order + " LIMIT " + l
+	return i.q.SQL("timeline", map[string]any{"where": where, "order": order, "limit": n})
 }
 
 // timelineCountSQL counts the aggregate's ($1, $2) events before seq $3 and after
 // seq $4.
-func (i *Inspector) timelineCountSQL() string {
-	count := func(cmp string) string {
-		var parts []string
-		for _, p := range i.timelineParts() {
-			parts = append(parts, "(SELECT count(*) FROM "+p.from+" WHERE aggregate_type = $1 AND aggregate_id = $2"+p.cond+" AND seq "+cmp+")")
-		}
-		return strings.Join(parts, " + ")
-	}
-	return "SELECT " + count("< $3") + ", " + count("> $4")
-}
+func (i *Inspector) timelineCountSQL() string { return i.q.SQL("timeline_count") }
 
 func (i *Inspector) events(ctx context.Context, query string, args ...any) ([]Event, error) {
 	rows, err := i.pool.Query(ctx, query, args...)
@@ -162,10 +125,7 @@ func (i *Inspector) timelineInboxes(ctx context.Context, t *Timeline) error {
 	for j, e := range t.Events {
 		ids[j], at[e.EventID] = e.EventID, j
 	}
-	rows, err := i.pool.Query(ctx, consumersCTE(i.consumed)+
-		"SELECT c.consumer_name, e.event_id::text, "+finite("e.consumed_at")+" FROM consumers c"+
-		" LEFT JOIN "+i.consumed+" e ON e.consumer_name = c.consumer_name AND e.event_id = ANY($1::uuid[])"+
-		" WHERE c.consumer_name IS NOT NULL ORDER BY c.consumer_name, e.consumed_at", ids)
+	rows, err := i.pool.Query(ctx, i.q.SQL("timeline_inboxes"), ids)
 	if err != nil {
 		return fmt.Errorf("reading the inboxes of %s/%s: %w", t.AggregateType, t.AggregateID, err)
 	}
@@ -206,9 +166,7 @@ func (i *Inspector) timelineBlocker(ctx context.Context, t *Timeline, head int64
 	}
 	b := *blocker
 	t.Blocker = &b
-	err := i.pool.QueryRow(ctx, "SELECT count(*), "+finite("min(created_at)")+" FROM "+i.outbox+
-		" WHERE aggregate_type = $1 AND aggregate_id = $2 AND published_at IS NULL AND seq > $3",
-		t.AggregateType, t.AggregateID, head).Scan(&t.Waiting, &t.WaitingSince)
+	err := i.pool.QueryRow(ctx, i.q.SQL("timeline_waiting"), t.AggregateType, t.AggregateID, head).Scan(&t.Waiting, &t.WaitingSince)
 	if err != nil {
 		return fmt.Errorf("counting what waits behind %s: %w", b.EventID, err)
 	}

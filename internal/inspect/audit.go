@@ -111,11 +111,5 @@ func (i *Inspector) auditLogSQL(f AuditFilter, limit int) (string, []any) {
 	if f.Before > 0 {
 		where = append(where, "audit_id < "+arg(f.Before))
 	}
-	q := "SELECT audit_id, at, actor, action, rows, coalesce(reason, ''), coalesce(db_user, ''), filter," +
-		" coalesce(event_ids::text[], '{}') FROM " + i.audit
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY audit_id DESC LIMIT " + strconv.Itoa(limit)
-	return q, args
+	return i.q.SQL("audit_log", map[string]any{"where": strings.Join(where, " AND "), "limit": limit}), args
 }

@@ -85,7 +85,7 @@ func BenchmarkSnapshotIncident(b *testing.B) { benchSnapshotIncident(b) }
 // from the end of the relay's order are the storm's and the hot aggregate's.
 // Asking of each sampled row whether any earlier event of its aggregate was
 // failed or scheduled read the hot aggregate's whole backlog per row (0.85 s);
-// wire.WaitingSQL asks its head.
+// the waiting fragment (sql/fragments.sql) asks its head.
 //
 //	go test -run '^$' -bench 'BenchmarkSnapshotIncidentHotAggregate$' -benchtime 30x ./internal/inspect/
 func BenchmarkSnapshotIncidentHotAggregate(b *testing.B) {

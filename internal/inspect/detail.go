@@ -35,13 +35,8 @@ func (i *Inspector) Detail(ctx context.Context, id string) (EventDetail, error) 
 	}
 	var d EventDetail
 	var err error
-	for _, archived := range []bool{false, true} {
-		table := i.outbox
-		if archived {
-			table = i.archive
-		}
-		d.Event, err = scanEvent(i.pool.QueryRow(ctx,
-			"SELECT "+eventColumns(archived, true)+" FROM "+table+" WHERE event_id = $1::uuid", id))
+	for _, stmt := range []string{"event", "archived_event"} {
+		d.Event, err = scanEvent(i.pool.QueryRow(ctx, i.q.SQL(stmt), id))
 		if err == nil {
 			break
 		}
@@ -52,11 +47,7 @@ func (i *Inspector) Detail(ctx context.Context, id string) (EventDetail, error) 
 	if err != nil {
 		return EventDetail{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	// Per consumer through the primary key (consumer_name, event_id): no index on
-	// event_id alone is added to the consumers' insert path.
-	rows, err := i.pool.Query(ctx, consumersCTE(i.consumed)+
-		"SELECT c.consumer_name, "+finite("e.consumed_at")+" FROM consumers c JOIN "+i.consumed+" e"+
-		" ON e.consumer_name = c.consumer_name AND e.event_id = $1::uuid ORDER BY e.consumed_at", id)
+	rows, err := i.pool.Query(ctx, i.q.SQL("event_inboxes"), id)
 	if err != nil {
 		return EventDetail{}, fmt.Errorf("reading inbox rows of %s: %w", id, err)
 	}
@@ -64,9 +55,7 @@ func (i *Inspector) Detail(ctx context.Context, id string) (EventDetail, error) 
 	if err != nil {
 		return EventDetail{}, fmt.Errorf("reading inbox rows of %s: %w", id, err)
 	}
-	rows, err = i.pool.Query(ctx,
-		"SELECT event_id::text FROM "+i.outbox+" WHERE replay_of = $1::uuid AND event_id <> $1::uuid"+
-			" UNION SELECT event_id::text FROM "+i.archive+" WHERE replay_of = $1::uuid AND event_id <> $1::uuid", id)
+	rows, err = i.pool.Query(ctx, i.q.SQL("event_replays"), id)
 	if err != nil {
 		return EventDetail{}, fmt.Errorf("reading replays of %s: %w", id, err)
 	}
@@ -75,15 +64,4 @@ func (i *Inspector) Detail(ctx context.Context, id string) (EventDetail, error) 
 		return EventDetail{}, fmt.Errorf("reading replays of %s: %w", id, err)
 	}
 	return d, nil
-}
-
-// consumersCTE defines "consumers", the distinct consumer names, by a loose index
-// scan over consumed_event's primary key: one probe per consumer, not a table scan.
-func consumersCTE(table string) string {
-	return `WITH RECURSIVE consumers(consumer_name) AS (
-		(SELECT consumer_name FROM ` + table + ` ORDER BY consumer_name LIMIT 1)
-		UNION ALL
-		SELECT (SELECT n.consumer_name FROM ` + table + ` n WHERE n.consumer_name > c.consumer_name ORDER BY n.consumer_name LIMIT 1)
-		FROM consumers c WHERE c.consumer_name IS NOT NULL
-	) `
 }

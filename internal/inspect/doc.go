@@ -30,7 +30,7 @@
 //     5,000: their states, attempts, types, leases by relay, and their aggregates;
 //     the heads of the 1,000 aggregates with the most ready rows among them are
 //     probed (one read of outbox_aggregate_idx each): their ready rows wait
-//     (Counts.Waiting, wire.WaitingSQL) when the head is failed or scheduled, and
+//     (Counts.Waiting; the waiting fragment of sql/fragments.sql) when the head is failed or scheduled, and
 //     are publishable otherwise;
 //   - past that scan, three index ranges that hold each such row once whatever the
 //     relay's blocked hint says (outbox_claim_idx, outbox_blocked_idx, and
@@ -183,31 +183,42 @@
 //
 // # SQL
 //
-// Inspect's statements are composed in Go, because they are built from wire's
-// state conditions and the operator's filter; each lives beside the method that
-// runs it:
+// Every statement is a file of its own in sql/, named for what it reads, with
+// a header that says so and what its parameters are; sql/fragments.sql holds
+// what several share (an event's select list, its state as a CASE, whether a
+// row heads, blocks or waits in its aggregate, the consumers' skip scan). They
+// are templates (internal/pgsql): {{.schema}} is the quoted schema,
+// {{state "ready"}} and the others are wire's state conditions, and finite,
+// age and nullAge read a time column that may hold an infinite value. A few
+// take fields chosen at run time, never from user text: an operator's filter
+// is a WHERE clause built by filter.go from fixed fragments, its values passed
+// as parameters, and a list's sort is one of the Sort values. The files are
+// parsed once per Inspector; TestEveryStatementPreparesInAQuotedSchema
+// prepares each in a schema whose name needs quotes, with no outboxtop table
+// on the search_path, and fails on a file no code names.
+//
+// The Go beside them:
 //
 //	snapshot.go     Snapshot: counts, ages, rates, failed groups, blocked aggregates, inbox, health
 //	snapcounts.go   the Snapshot's counting steps: unpublished, failed, blocked
 //	backlog.go      Backlog: those steps alone (outbox_event only), for /metrics
 //	list.go         List and CountMatching (keyset pages, capped counts)
 //	filter.go       Filter's WHERE clause, with its arguments
-//	event.go        the select list of an event and its state (wire's conditions in a CASE)
+//	event.go        Event and how a row of the select list is read
 //	detail.go       Detail: one event, its inbox rows, its replays
 //	aggregate.go    Timeline: one aggregate's events in seq order, its blocker
 //	trace.go        Resolve (id prefixes) and Trace: an event's audit rows
 //	audit.go        AuditLog: the audit trail, filtered
 //	actions.go      DryRun and Do (the targets), AuditRelay
-//	publishable.go  OldestPublishableAge (wire.OldestPublishableSQL)
+//	publishable.go  OldestPublishableAge
 //	horizon.go      Horizon: what holds back the xmin horizon (the Snapshot's Health.Horizon)
 //	terminate.go    TerminateBackend: end a backend holding it, audited
 //	retention.go    ArchiveOlderThan, DeleteArchivedOlderThan
 //	inspect.go      capped counts and the planner's estimates
+//	statements.go   the files, and the functions their templates call
 //
 // The actions and retention run the schema's functions, defined with their
 // audit rows in migrations/functions/; outboxtop_state.sql there restates
 // wire's states in SQL for them (TestStateFunctionIsWires checks it against
-// wire). Every table and function is named through internal/pgsql.Name,
-// the quoting the relay's embedded statements get from their {{.schema}}
-// placeholder (TestQuotedSchemaWithoutSearchPath).
+// wire).
 package inspect

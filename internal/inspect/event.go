@@ -50,49 +50,6 @@ type Event struct {
 	Headers json.RawMessage `json:"headers,omitempty"`
 }
 
-// stateCase computes wire's state in SQL, from its conditions.
-const stateCase = `CASE WHEN ` + wire.PublishedSQL + ` THEN 'published'` +
-	` WHEN ` + wire.FailedSQL + ` THEN 'failed'` +
-	` WHEN ` + wire.LeasedSQL + ` THEN 'leased'` +
-	` WHEN ` + wire.ReadySQL + ` THEN 'ready'` +
-	` ELSE 'scheduled' END`
-
-// The select lists for outbox_event and the archive, in the order scanEvent reads.
-// The last two are payload and headers, or NULLs when withBody is false.
-func eventColumns(archived, withBody bool) string {
-	state, archivedAt := stateCase, "NULL::timestamptz"
-	if archived {
-		state, archivedAt = "'archived'", "archived_at"
-	}
-	body := "NULL::jsonb, NULL::jsonb"
-	if withBody {
-		body = "payload, headers"
-	}
-	return `event_id::text, seq, ` + state + `, aggregate_type, aggregate_id, event_type,
-		coalesce(topic, ''), ` + finite("created_at") + `, ` + finite("available_at") + `, attempts,
-		coalesce(lease_token::text, ''), ` + finite("lease_until") + `, coalesce(lease_holder, ''),
-		coalesce(` + wire.ExpiredLeaseSQL + `, false), ` + finite("published_at") + `, ` + finite("failed_at") + `,
-		coalesce(last_error, ''), coalesce(kafka_topic, ''), kafka_partition, kafka_offset, coalesce(replay_of::text, ''),
-		` + finite(archivedAt) + `, ` + ageSeconds("created_at") + `, octet_length(payload::text), ` + body
-}
-
-// finite is the timestamptz expression col with 'infinity' and '-infinity'
-// read as the latest and earliest instants Go's time and JSON carry (9999-12-31
-// 23:59:59 UTC, 0001-01-01 00:00:00 UTC); NULL stays NULL. The tables refuse
-// infinite times (migration 016), but a row stored before may hold one, and Go
-// cannot scan it: every reader of a time column a role may write reads it
-// through finite.
-func finite(col string) string {
-	return `(CASE WHEN ` + col + ` = 'infinity' THEN timestamptz '9999-12-31 23:59:59+00'` +
-		` WHEN ` + col + ` = '-infinity' THEN timestamptz '0001-01-01 00:00:00+00' ELSE ` + col + ` END)`
-}
-
-// ageSeconds is now() − col in seconds, within what a time.Duration holds (an
-// infinite col cannot be subtracted at all).
-func ageSeconds(col string) string {
-	return `least(greatest(extract(epoch from now() - ` + finite(col) + `)::float8, -9e9), 9e9)`
-}
-
 func scanEvent(row pgx.Row) (Event, error) {
 	var e Event
 	var state string

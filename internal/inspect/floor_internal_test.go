@@ -96,8 +96,8 @@ func TestSnapshotCostDoesNotGrowWithAHeldHorizon(t *testing.T) {
 			sql  string
 			args []any
 		}{
-			{in.passSQL(), append([]any{cp.scan + 1, cp.probe + 1}, f.passArgs()...)},
-			{in.blockersSQL(), []any{cp.blockedProbe + 1, heads}},
+			{in.q.SQL("pass"), append([]any{cp.scan + 1, cp.probe + 1}, f.passArgs()...)},
+			{in.q.SQL("blockers"), []any{cp.blockedProbe + 1, heads}},
 		} {
 			total += testenv.PlanBuffers(t, tx, s.sql, s.args...)
 		}
@@ -106,7 +106,7 @@ func TestSnapshotCostDoesNotGrowWithAHeldHorizon(t *testing.T) {
 			t.Fatal(err)
 		}
 		total += testenv.PlanBuffers(t, tx, in.failedGroupsSQL())
-		total += testenv.PlanBuffers(t, tx, in.failedCountSQL(), cp.failed+1)
+		total += testenv.PlanBuffers(t, tx, in.q.SQL("failed_count"), cp.failed+1)
 		return total
 	}
 	publish(2_000)

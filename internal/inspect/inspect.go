@@ -55,9 +55,11 @@ type Inspector struct {
 	pool     *pgxpool.Pool
 	schema   string
 	readOnly bool
-	// schema-qualified, quoted table names: the only non-constant SQL fragments,
-	// built from a validated identifier, never from user text.
-	outbox, archive, consumed, audit, relays string
+	// q are the statements (sql/*.sql), qualified for schema.
+	q *pgsql.Templates
+	// outbox is outbox_event's qualified, quoted name, for the statements
+	// that take the table as a parameter (a regclass).
+	outbox string
 	// caps bounds what a Snapshot reads (nil: defaultCaps); tests set smaller ones.
 	caps *snapCaps
 	// floor: where the next Snapshot's pass starts (floor.go).
@@ -76,13 +78,10 @@ func New(pool *pgxpool.Pool, schema string, opts ...Option) (*Inspector, error) 
 		return nil, err
 	}
 	i := &Inspector{
-		pool:     pool,
-		schema:   schema,
-		outbox:   pgsql.Name(schema, "outbox_event"),
-		archive:  pgsql.Name(schema, "outbox_event_archive"),
-		consumed: pgsql.Name(schema, "consumed_event"),
-		audit:    pgsql.Name(schema, "outbox_audit"),
-		relays:   pgsql.Name(schema, "outbox_relay"),
+		pool:   pool,
+		schema: schema,
+		q:      parseStatements(schema),
+		outbox: pgsql.Name(schema, "outbox_event"),
 	}
 	for _, o := range opts {
 		o(i)

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"github.com/outboxtop/outboxtop/wire"
 )
@@ -103,21 +102,10 @@ func (i *Inspector) List(ctx context.Context, o ListOptions) (Page, error) {
 	if !archived && o.Sort == SortArchivedAt {
 		return Page{}, invalidf("sort %q applies to archived events only", o.Sort)
 	}
-	table, ageCol := i.outbox, "created_at"
-	var w where
-	if archived {
-		table, ageCol = i.archive, "coalesce(published_at, created_at)"
-	} else {
-		cond, err := wire.SQL(o.State)
-		if err != nil {
-			return Page{}, invalidRequest{err}
-		}
-		w.add(cond)
-		if o.State == wire.Published {
-			ageCol = "published_at"
-		}
+	table, w, err := stateWhere(o.State, o.Filter)
+	if err != nil {
+		return Page{}, err
 	}
-	w.addFilter(o.Filter, ageCol)
 	if o.After != "" {
 		c, err := decodeCursor(o.After)
 		if err != nil {
@@ -141,8 +129,8 @@ func (i *Inspector) List(ctx context.Context, o ListOptions) (Page, error) {
 	if expr != "seq" {
 		order = expr + " " + dir + ", seq " + dir
 	}
-	q := "SELECT " + eventColumns(archived, false) + ", (" + expr + ")::text AS sort_key FROM " + table +
-		" WHERE " + w.sql() + " ORDER BY " + order + " LIMIT " + strconv.Itoa(limit+1)
+	q := i.q.SQL("list", map[string]any{"table": table, "archived": archived, "key": expr,
+		"where": w.sql(), "order": order, "limit": limit + 1})
 	rows, err := i.pool.Query(ctx, q, w.args...)
 	if err != nil {
 		return Page{}, fmt.Errorf("listing %s events: %w", o.State, err)
@@ -183,14 +171,27 @@ func (i *Inspector) CountMatching(ctx context.Context, state wire.State, f Filte
 	if err := f.Validate(); err != nil {
 		return Count{}, invalidRequest{err}
 	}
-	table, ageCol := i.outbox, "created_at"
-	var w where
+	table, w, err := stateWhere(state, f)
+	if err != nil {
+		return Count{}, err
+	}
+	c, err := countCapped(ctx, i.pool, i.q.SQL("matching", map[string]any{"table": table, "where": w.sql()}), countMatchingCap, w.args...)
+	if err != nil {
+		return Count{}, fmt.Errorf("counting %s events: %w", state, err)
+	}
+	return c, nil
+}
+
+// stateWhere is the table that holds the events in state (the archive for
+// Archived) and the conditions that select those matching f.
+func stateWhere(state wire.State, f Filter) (table string, w where, err error) {
+	table, ageCol := "outbox_event", "created_at"
 	if state == Archived {
-		table, ageCol = i.archive, "coalesce(published_at, created_at)"
+		table, ageCol = "outbox_event_archive", "coalesce(published_at, created_at)"
 	} else {
 		cond, err := wire.SQL(state)
 		if err != nil {
-			return Count{}, invalidRequest{err}
+			return "", where{}, invalidRequest{err}
 		}
 		w.add(cond)
 		if state == wire.Published {
@@ -198,14 +199,10 @@ func (i *Inspector) CountMatching(ctx context.Context, state wire.State, f Filte
 		}
 	}
 	w.addFilter(f, ageCol)
-	c, err := countCapped(ctx, i.pool, "SELECT 1 FROM "+table+" WHERE "+w.sql(), countMatchingCap, w.args...)
-	if err != nil {
-		return Count{}, fmt.Errorf("counting %s events: %w", state, err)
-	}
-	return c, nil
+	return table, w, nil
 }
 
-// scanEventKey scans eventColumns plus a trailing sort key.
+// scanEventKey scans the event's columns plus a trailing sort key.
 func scanEventKey(rows interface{ Scan(...any) error }, key *string) (Event, error) {
 	return scanEvent(rowWithKey{rows, key})
 }

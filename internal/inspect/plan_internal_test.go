@@ -129,7 +129,7 @@ func TestTimelineAndAuditQueriesUseIndexes(t *testing.T) {
 
 	q, args := in.auditLogSQL(AuditFilter{EventID: target}, AuditLimit)
 	checkPlan(t, "audit --event", explain(t, pool, q, args...), []string{"outbox_audit"}, []string{"outbox_audit_event_ids_idx"})
-	checkPlan(t, "trace's audit rows", explain(t, pool, in.traceAuditSQL(), target), []string{"outbox_audit"}, []string{"outbox_audit_event_ids_idx"})
+	checkPlan(t, "trace's audit rows", explain(t, pool, in.q.SQL("trace_audit"), target), []string{"outbox_audit"}, []string{"outbox_audit_event_ids_idx"})
 	recs, err := in.AuditLog(ctx, AuditFilter{EventID: target})
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("audit rows naming %s: %d (%v), want 2", target, len(recs), err)
@@ -183,7 +183,7 @@ func TestRelaysSnapshotCost(t *testing.T) {
 	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off; SET LOCAL jit = off"); err != nil { // as Snapshot does
 		t.Fatal(err)
 	}
-	plan := explain(t, tx, "(ANALYZE, TIMING OFF) "+in.passSQL(), append([]any{defaultCaps.scan + 1, defaultCaps.probe + 1}, (*snapFloor)(nil).passArgs()...)...)
+	plan := explain(t, tx, "(ANALYZE, TIMING OFF) "+in.q.SQL("pass"), append([]any{defaultCaps.scan + 1, defaultCaps.probe + 1}, (*snapFloor)(nil).passArgs()...)...)
 	checkPlan(t, "the snapshot's pass", plan, []string{"outbox_event"}, []string{"outbox_claim_seq_idx"})
 	for _, line := range strings.Split(plan, "\n") {
 		if strings.Contains(line, "outbox_claim_seq_idx") && !strings.Contains(line, "never executed") &&

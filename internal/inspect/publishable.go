@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/outboxtop/outboxtop/wire"
 )
 
 // OldestPublishableAge is how long the longest-waiting publishable event has been
@@ -19,7 +17,7 @@ import (
 // than the relay's real lag while failed events exist.
 func (i *Inspector) OldestPublishableAge(ctx context.Context) (Age, error) {
 	var secs float64
-	err := i.pool.QueryRow(ctx, wire.OldestPublishableSQL(i.outbox)).Scan(&secs)
+	err := i.pool.QueryRow(ctx, i.q.SQL("oldest_publishable")).Scan(&secs)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("oldest publishable: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -141,20 +140,10 @@ func (i *Inspector) snapRelays(ctx context.Context, tx pgx.Tx, s *Snapshot) erro
 	return nil
 }
 
-// relaysSQL reads the heartbeats. An interval is capped at an hour, as the beat
-// and --heartbeat-interval cap it: a row stored before the beat refused larger
-// ones (800000000 ms overflowed interval_ms * 3, 700000000 kept a relay last
-// seen 20 hours ago live) reads as an hour's.
+// relaysSQL reads the heartbeats (sql/relays.sql).
 func (i *Inspector) relaysSQL() string {
-	return fmt.Sprintf(`SELECT holder,
-			CASE WHEN state <> 'stopped'
-				AND seen_at < now() - least(interval_ms, 3600000) * %d * interval '1 millisecond'
-				THEN 'gone' ELSE state END,
-			extract(epoch from now() - seen_at)::float8, started_at, least(interval_ms, 3600000), version, ordering,
-			batch_size, in_flight
-		FROM %s ORDER BY seen_at DESC LIMIT %d`, RelayGoneAfter, i.relays, RelaysLimit)
+	return i.q.SQL("relays", map[string]any{"goneAfter": RelayGoneAfter, "limit": RelaysLimit})
 }
-
 func readRelays(ctx context.Context, tx pgx.Tx, query string) ([]RelaySeen, error) {
 	rows, err := tx.Query(ctx, query)
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/outboxtop/outboxtop/internal/pgsql"
 )
 
 // ArchiveOlderThan moves events published more than age ago to the archive, batch
@@ -21,18 +19,19 @@ func (i *Inspector) ArchiveOlderThan(ctx context.Context, age time.Duration, bat
 	if batch <= 0 {
 		batch = 1000
 	}
-	total, err := i.housekeep(ctx, "outboxtop_archive_published", age, batch)
+	total, err := i.housekeep(ctx, "archive_published", age, batch)
 	if err != nil {
 		return total, fmt.Errorf("archiving published events: %w", err)
 	}
 	return total, nil
 }
 
-// housekeep calls one of the schema's housekeeping functions (migrations/functions/) until
-// a batch comes back short. Each call is its own transaction.
-func (i *Inspector) housekeep(ctx context.Context, fn string, age time.Duration, batch int) (int64, error) {
+// housekeep runs statement stmt, a call of one of the schema's housekeeping
+// functions (migrations/functions/), until a batch comes back short. Each call
+// is its own transaction.
+func (i *Inspector) housekeep(ctx context.Context, stmt string, age time.Duration, batch int) (int64, error) {
 	var total int64
-	q := `SELECT ` + pgsql.Name(i.schema, fn) + `($1::interval, $2)`
+	q := i.q.SQL(stmt)
 	for {
 		var n int64
 		if err := i.pool.QueryRow(ctx, q, interval(age), batch).Scan(&n); err != nil {
@@ -59,7 +58,7 @@ func (i *Inspector) DeleteArchivedOlderThan(ctx context.Context, age time.Durati
 	if batch <= 0 {
 		batch = 1000
 	}
-	total, err := i.housekeep(ctx, "outboxtop_delete_archived", age, batch)
+	total, err := i.housekeep(ctx, "delete_archived", age, batch)
 	if err != nil {
 		return total, fmt.Errorf("deleting archived events: %w", err)
 	}

@@ -13,105 +13,6 @@ import (
 	"github.com/outboxtop/outboxtop/wire"
 )
 
-// headBlocksSQL is wire.WaitingSQL's test of an aggregate's head p: failed or
-// scheduled. The ready events behind such a head wait; any other head (ready,
-// leased) lets the relay go on.
-const headBlocksSQL = `(p.failed_at IS NOT NULL OR (p.available_at > now() AND (p.lease_until IS NULL OR p.lease_until <= now())))`
-
-// passSQL reads the first $1 unpublished, not failed rows in seq order: those
-// from seq $3 on (outbox_claim_seq_idx), the late rows below $3 (rows that the
-// transactions from xid $4 on and those in $5 made unpublished or not failed,
-// through outbox_ready_xid_idx and outbox_stopped_xid_idx), and those of the
-// seqs $7 (see floor.go). Its first column says which of four kinds a row is:
-//
-//   - 0: a group of those rows by event type, state, attempts bucket and, for
-//     leased rows, the relay holding them (lease_holder, ” when unnamed);
-//   - 1: an aggregate of those rows, at most $2, most ready rows first, with
-//     its head (one probe of outbox_aggregate_idx from the head $6 remembers
-//     for it or its first late row, whichever comes first; from the
-//     aggregate's start when $6 has none, not from its first row read: a
-//     failed head is not among them) and whether that head blocks it;
-//   - 2: an aggregate of the late rows (failed ones too) and its first late row;
-//   - 3: one row, the seqs of the rows read, in order.
-func (i *Inspector) passSQL() string {
-	cols := `seq, event_type, aggregate_type, aggregate_id, created_at, available_at, lease_holder, lease_token, lease_until, attempts, failed_at`
-	// Through outbox_ready_xid_idx (not failed, not blocked) and
-	// outbox_stopped_xid_idx (failed or blocked), each with the predicate of
-	// its index: the transactions from $4 on, then each one of $5. OFFSET 0
-	// keeps each read to its own seeks (an OR would read a whole index).
-	late := func(xid string) string {
-		return `SELECT ` + cols + ` FROM ` + i.outbox + ` r WHERE r.ready_xid ` + xid + `
-					AND r.published_at IS NULL AND r.failed_at IS NULL AND NOT r.blocked OFFSET 0`
-	}
-	stopped := func(xid string) string {
-		return `SELECT ` + cols + ` FROM ` + i.outbox + ` r WHERE r.ready_xid ` + xid + `
-					AND r.published_at IS NULL AND (r.failed_at IS NOT NULL OR r.blocked) OFFSET 0`
-	}
-	return `WITH late AS MATERIALIZED (
-			SELECT l.* FROM (
-				(` + late(">= $4::xid8") + `)
-				UNION ALL (` + stopped(">= $4::xid8") + `)
-				UNION ALL
-				SELECT r.* FROM pg_catalog.unnest($5::xid8[]) AS x(xid) CROSS JOIN LATERAL (
-					(` + late("= x.xid") + `)
-					UNION ALL (` + stopped("= x.xid") + `)) r
-				OFFSET 0) l
-		), lm AS MATERIALIZED (
-			SELECT aggregate_type, aggregate_id, min(seq) AS seq FROM late GROUP BY aggregate_type, aggregate_id
-		), s AS MATERIALIZED (
-			SELECT seq, event_type, aggregate_type, aggregate_id, created_at, available_at, lease_holder,
-				` + stateCase + ` AS state, ` + attemptsBucketSQL() + ` AS bucket,
-				lease_token IS NOT NULL AND lease_until <= now() AS expired
-			FROM (
-				SELECT *, NULL::timestamptz AS published_at FROM late WHERE failed_at IS NULL AND seq < $3
-				UNION ALL
-				(SELECT ` + cols + `, published_at FROM ` + i.outbox + ` WHERE published_at IS NULL AND failed_at IS NULL AND seq >= $3
-				 ORDER BY seq LIMIT $1)
-				UNION ALL
-				-- The rows seen before, each looked up again (outbox_claim_seq_idx),
-				-- but for the late ones, read above.
-				SELECT r.* FROM pg_catalog.unnest($7::bigint[]) AS q(seq) CROSS JOIN LATERAL (
-					SELECT ` + cols + `, published_at FROM ` + i.outbox + ` r
-					WHERE r.seq = q.seq AND r.published_at IS NULL AND r.failed_at IS NULL
-						AND NOT coalesce(r.ready_xid >= $4::xid8 OR r.ready_xid = ANY ($5::xid8[]), false)
-					OFFSET 0) r
-			) u
-			ORDER BY seq LIMIT $1
-		), a AS MATERIALIZED (
-			SELECT aggregate_type, aggregate_id, count(*) FILTER (WHERE state = 'ready') AS ready, min(seq) AS first,
-				min(greatest(created_at, available_at)) FILTER (WHERE state = 'ready') AS ready_since
-			FROM s GROUP BY aggregate_type, aggregate_id
-			ORDER BY 3 DESC, 4 LIMIT $2
-		)
-		SELECT 0, event_type, state, bucket, count(*), count(*) FILTER (WHERE expired),
-			coalesce(` + nullAge("min(created_at)") + `, 0),
-			coalesce(` + nullAge("min(greatest(created_at, available_at))") + `, 0),
-			` + finite("min(available_at)") + `, CASE WHEN state = 'leased' THEN coalesce(lease_holder, '') END,
-			NULL::text, NULL::text, NULL::bigint, NULL::boolean, NULL::float8, NULL::bigint[]
-		FROM s GROUP BY event_type, state, bucket, 10
-		UNION ALL
-		SELECT 1, NULL, NULL, NULL, a.ready, NULL, NULL, NULL, NULL, NULL,
-			a.aggregate_type, a.aggregate_id, h.seq, h.blocks, ` + nullAge("a.ready_since") + `, NULL
-		FROM a LEFT JOIN lm ON lm.aggregate_type = a.aggregate_type AND lm.aggregate_id = a.aggregate_id
-		CROSS JOIN LATERAL (SELECT ($6::jsonb -> a.aggregate_type ->> a.aggregate_id)::bigint AS seq) hint
-		CROSS JOIN LATERAL (
-			SELECT p.seq, ` + headBlocksSQL + ` AS blocks FROM ` + i.outbox + ` p
-			WHERE p.published_at IS NULL AND p.aggregate_type = a.aggregate_type AND p.aggregate_id = a.aggregate_id
-				AND p.seq >= CASE WHEN hint.seq IS NULL THEN ` + minSeq + ` ELSE least(hint.seq, lm.seq) END
-			ORDER BY p.seq LIMIT 1) h
-		UNION ALL
-		SELECT 2, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, aggregate_type, aggregate_id, seq, NULL, NULL, NULL FROM lm
-		UNION ALL
-		SELECT 3, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-			coalesce((SELECT array_agg(seq ORDER BY seq) FROM s), '{}')`
-}
-
-// nullAge is ageSeconds of col, NULL when col is (an infinite time stored
-// before the tables refused them reads as the latest or earliest instant).
-func nullAge(col string) string {
-	return `(CASE WHEN ` + col + ` IS NOT NULL THEN ` + ageSeconds(col) + ` END)`
-}
-
 // aggKey names an aggregate.
 type aggKey struct{ typ, id string }
 
@@ -133,7 +34,7 @@ type unpublished struct {
 	heads     []byte   // jsonb {type: {id: seq}}: no unpublished row of the aggregate is before seq
 }
 
-// snapUnpublished counts the unpublished rows by state. The scan (passSQL)
+// snapUnpublished counts the unpublished rows by state. The scan (sql/pass.sql)
 // reads the first rows in the relay's order; when it reaches them all, every
 // count is exact. Past it, three capped counts along indexes that together
 // hold each unpublished, not failed row once (outbox_claim_idx, the blocked
@@ -143,7 +44,7 @@ type unpublished struct {
 func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot, u *unpublished) error {
 	cp := i.snapCaps()
 	floor := i.floor.get()
-	rows, err := tx.Query(ctx, i.passSQL(), append([]any{cp.scan + 1, cp.probe + 1}, floor.passArgs()...)...)
+	rows, err := tx.Query(ctx, i.q.SQL("pass"), append([]any{cp.scan + 1, cp.probe + 1}, floor.passArgs()...)...)
 	if err != nil {
 		return err
 	}
@@ -290,10 +191,10 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot,
 	if c.Bounds.Publishable != Exact {
 		// Found only where the scan reached (or not at all), the oldest
 		// publishable event may be older: its age is a lower bound. The claim's
-		// own index finds one (wire.OldestPublishableSQL, a claim's first row).
+		// own index finds one (oldest_publishable.sql, a claim's first row).
 		s.OldestPublishableApprox = true
 		var age float64
-		if err := tx.QueryRow(ctx, wire.OldestPublishableSQL(i.outbox)).Scan(&age); err != nil {
+		if err := tx.QueryRow(ctx, i.q.SQL("oldest_publishable")).Scan(&age); err != nil {
 			return err
 		}
 		s.OldestPublishableAge = max(s.OldestPublishableAge, seconds(age))
@@ -325,35 +226,7 @@ func (i *Inspector) snapUnpublished(ctx context.Context, tx pgx.Tx, s *Snapshot,
 // snapBlocked).
 func (i *Inspector) countPastScan(ctx context.Context, tx pgx.Tx, s *Snapshot, u *unpublished) (waiting, publishable int64, all bool, err error) {
 	cp := i.snapCaps()
-	const tally = `count(*), count(*) FILTER (WHERE ` + wire.ReadySQL + `), count(*) FILTER (WHERE ` + wire.ScheduledSQL + `),
-		count(*) FILTER (WHERE ` + wire.LeasedSQL + `), count(*) FILTER (WHERE ` + wire.ExpiredLeaseSQL + `)`
-	cols := `aggregate_type, aggregate_id, seq, created_at, available_at, lease_until, lease_token, published_at, failed_at`
-	rows, err := tx.Query(ctx, `WITH r0 AS MATERIALIZED (
-			SELECT `+cols+` FROM `+i.outbox+`
-			WHERE published_at IS NULL AND failed_at IS NULL AND NOT blocked AND available_at <= now()
-			ORDER BY available_at, seq LIMIT $1
-		), r1 AS MATERIALIZED (
-			SELECT `+cols+` FROM `+i.outbox+`
-			WHERE blocked AND published_at IS NULL AND failed_at IS NULL AND available_at <= now()
-			ORDER BY aggregate_type, aggregate_id, seq LIMIT $1
-		), a AS MATERIALIZED (
-			-- The condition in FILTER, not WHERE: under a WHERE the planner
-			-- expected a row or two and sorted the rows by aggregate (in the
-			-- collation's order, 40 ms for 20,000) instead of hashing them.
-			SELECT aggregate_type, aggregate_id, count(*) FILTER (WHERE `+wire.ReadySQL+`) AS ready, min(seq) AS first,
-				min(greatest(created_at, available_at)) FILTER (WHERE `+wire.ReadySQL+`) AS since
-			FROM (SELECT * FROM r0 UNION ALL SELECT * FROM r1) r
-			GROUP BY aggregate_type, aggregate_id HAVING count(*) FILTER (WHERE `+wire.ReadySQL+`) > 0
-			ORDER BY 3 DESC, 4 LIMIT $2
-		)
-		SELECT 0, `+tally+`, NULL::text, NULL::text, NULL::float8, NULL::bigint, NULL::boolean FROM r0
-		UNION ALL SELECT 1, `+tally+`, NULL, NULL, NULL, NULL, NULL FROM r1
-		UNION ALL SELECT 2, a.ready, NULL, NULL, NULL, NULL, a.aggregate_type, a.aggregate_id,
-			`+nullAge("a.since")+`, h.seq, h.blocks
-		FROM a CROSS JOIN LATERAL (
-			SELECT p.seq, `+headBlocksSQL+` AS blocks FROM `+i.outbox+` p
-			WHERE p.published_at IS NULL AND p.aggregate_type = a.aggregate_type AND p.aggregate_id = a.aggregate_id
-			ORDER BY p.seq LIMIT 1) h`, cp.count+1, cp.probe+1)
+	rows, err := tx.Query(ctx, i.q.SQL("past_scan"), cp.count+1, cp.probe+1)
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -389,15 +262,11 @@ func (i *Inspector) countPastScan(ctx context.Context, tx pgx.Tx, s *Snapshot, u
 	if err := rows.Err(); err != nil {
 		return 0, 0, false, err
 	}
-	// Failed rows are read in this range too, and not counted: naming failed_at
-	// in the condition made the planner read outbox_claim_seq_idx whole and sort
-	// it (217 ms beside a storm instead of 20). The earliest retry comes with it:
-	// the scan's may not be the earliest.
+	// The third range, available later; the earliest retry comes with it: the
+	// scan's may not be the earliest.
 	p := &parts[2]
 	var next *time.Time
-	if err := tx.QueryRow(ctx, `SELECT `+tally+`, `+finite(`min(available_at) FILTER (WHERE `+wire.ScheduledSQL+`)`)+`
-		FROM (SELECT * FROM `+i.outbox+` WHERE published_at IS NULL AND available_at > now()
-			ORDER BY available_at, created_at, event_id LIMIT $1) r`, cp.count+1).
+	if err := tx.QueryRow(ctx, i.q.SQL("past_scheduled"), cp.count+1).
 		Scan(&p.rows, &p.ready, &p.scheduled, &p.leased, &p.expired, &next); err != nil {
 		return 0, 0, false, err
 	}
@@ -477,7 +346,7 @@ func (i *Inspector) snapFailed(ctx context.Context, tx pgx.Tx, s *Snapshot, byTy
 		s.Partial = true
 		s.FailedGroupsOf = read
 	}
-	if err := tx.QueryRow(ctx, i.failedCountSQL(), cp.failed+1).Scan(&s.Counts.Failed); err != nil {
+	if err := tx.QueryRow(ctx, i.q.SQL("failed_count"), cp.failed+1).Scan(&s.Counts.Failed); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, "SET LOCAL enable_sort TO DEFAULT"); err != nil {
@@ -500,34 +369,6 @@ func (i *Inspector) snapFailed(ctx context.Context, tx pgx.Tx, s *Snapshot, byTy
 	return nil
 }
 
-// blockersSQL reads the oldest $1 failures and the soonest $1 retries, each
-// with whether it heads its aggregate, and how many of each it read.
-func (i *Inspector) blockersSQL() string {
-	// A row heads its aggregate when no unpublished row of it comes before,
-	// from the head the pass knows on ($2, u.heads).
-	head := `NOT EXISTS (SELECT 1 FROM ` + i.outbox + ` p
-			WHERE p.published_at IS NULL AND p.aggregate_type = r.aggregate_type AND p.aggregate_id = r.aggregate_id
-			AND p.seq < r.seq AND p.seq >= coalesce(($2::jsonb -> r.aggregate_type ->> r.aggregate_id)::bigint, ` + minSeq + `))`
-	return `WITH failed_read AS MATERIALIZED (
-			SELECT aggregate_type, aggregate_id, seq, ` + head + ` AS head FROM ` + i.outbox + ` r WHERE ` + wire.FailedSQL + `
-			ORDER BY failed_at, seq LIMIT $1
-		), scheduled_read AS MATERIALIZED (
-			-- OFFSET 0: along outbox_ready_idx from now(), filtered as it goes.
-			-- Planned whole, the planner (which believes a partial index of
-			-- unpublished rows nearly empty) read outbox_claim_seq_idx in full
-			-- and sorted: 10,000 buffers behind a held horizon for no row.
-			SELECT aggregate_type, aggregate_id, seq, ` + head + ` AS head
-			FROM (SELECT * FROM ` + i.outbox + ` WHERE published_at IS NULL AND available_at > now()
-				ORDER BY available_at, created_at, event_id OFFSET 0) r
-			WHERE ` + wire.ScheduledSQL + `
-			LIMIT $1
-		)
-		SELECT aggregate_type, aggregate_id, seq FROM failed_read WHERE head
-		UNION ALL SELECT aggregate_type, aggregate_id, seq FROM scheduled_read WHERE head
-		UNION ALL SELECT NULL, 'failed', (SELECT count(*) FROM failed_read)
-		UNION ALL SELECT NULL, 'scheduled', (SELECT count(*) FROM scheduled_read)`
-}
-
 // snapBlocked counts the blocked aggregates and lists the BlockedLimit that do
 // the most harm. The blockers come from three reads, each bounded: the heads
 // probed by the scan and past it (aggregates with unpublished, not failed
@@ -539,7 +380,7 @@ func (i *Inspector) blockersSQL() string {
 // found, a lower bound.
 func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot, u *unpublished) error {
 	cp := i.snapCaps()
-	rows, err := tx.Query(ctx, i.blockersSQL(), cp.blockedProbe+1, u.heads)
+	rows, err := tx.Query(ctx, i.q.SQL("blockers"), cp.blockedProbe+1, u.heads)
 	if err != nil {
 		return err
 	}
@@ -601,15 +442,7 @@ func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot, u *
 	for k, a := range cands {
 		types[k], ids[k] = a.typ, a.id
 	}
-	behind := func(cond string) string {
-		return `(SELECT count(*) FROM ` + i.outbox + ` w WHERE w.published_at IS NULL
-			AND w.aggregate_type = e.aggregate_type AND w.aggregate_id = e.aggregate_id AND w.seq > e.seq` + cond + `)`
-	}
-	rows, err = tx.Query(ctx, `SELECT `+eventColumns(false, false)+`,
-			`+behind(` AND `+wire.ReadySQL)+`, `+behind(` AND w.failed_at IS NOT NULL`)+`, `+behind(``)+`
-		FROM (SELECT e.* FROM unnest($1::text[], $2::text[]) k(t, id)
-			CROSS JOIN LATERAL (SELECT * FROM `+i.outbox+` e WHERE e.published_at IS NULL
-				AND e.aggregate_type = k.t AND e.aggregate_id = k.id ORDER BY e.seq LIMIT 1) e) e`, types, ids)
+	rows, err = tx.Query(ctx, i.q.SQL("blocked_list"), types, ids)
 	if err != nil {
 		return err
 	}
@@ -635,21 +468,8 @@ func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot, u *
 	return nil
 }
 
-// blockerSQL selects the events that block their aggregate: failed or scheduled, with
-// no earlier unpublished event of the same aggregate (outbox_aggregate_idx).
-func (i *Inspector) blockerSQL() string { return wire.BlockerSQL(i.outbox, i.outbox) }
-
 // failedGroupsSQL is the newest failed rows (caps.failedGroups + 1 of them),
-// grouped by event type, attempts bucket and error, read in
-// outbox_failed_idx's order.
+// grouped by event type, attempts bucket and error.
 func (i *Inspector) failedGroupsSQL() string {
-	newest := `(SELECT event_type, attempts, last_error FROM ` + i.outbox + ` WHERE ` + wire.FailedSQL + `
-		ORDER BY failed_at DESC, seq DESC LIMIT ` + fmt.Sprint(i.snapCaps().failedGroups+1) + `) f`
-	return `SELECT event_type, ` + attemptsBucketSQL() + `, left(coalesce(last_error, ''), 200), count(*)
-		FROM ` + newest + ` GROUP BY 1, 2, 3`
-}
-
-// failedCountSQL counts the failed rows up to $1, in outbox_failed_idx's order.
-func (i *Inspector) failedCountSQL() string {
-	return `SELECT count(*) FROM (SELECT 1 FROM ` + i.outbox + ` WHERE ` + wire.FailedSQL + ` ORDER BY failed_at, seq LIMIT $1) f`
+	return i.q.SQL("failed_groups", map[string]any{"limit": i.snapCaps().failedGroups + 1})
 }

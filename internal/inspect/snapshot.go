@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/outboxtop/outboxtop/wire"
 )
 
 // Snapshot is the Overview: everything on-call asks first, read in one
@@ -89,7 +87,7 @@ const TopN = 10
 type Counts struct {
 	Ready int64 `json:"ready"`
 	// Waiting are the ready events behind a failed or scheduled head of their
-	// aggregate (wire.WaitingSQL): the ordered claim leaves them until it goes.
+	// aggregate (the waiting fragment of sql/fragments.sql): the ordered claim leaves them until it goes.
 	Waiting int64 `json:"waiting"`
 	// Publishable are the ready events that do not wait: what the relay can
 	// publish now.
@@ -282,33 +280,21 @@ func (i *Inspector) snapshot(ctx context.Context, what string, full bool) (Snaps
 	return s, nil
 }
 
-func attemptsBucketSQL() string {
-	bucket := "CASE"
-	for k, b := range attemptBuckets {
-		if b.Max >= 0 {
-			bucket += fmt.Sprintf(" WHEN attempts <= %d THEN %d", b.Max, k)
-		} else {
-			bucket += fmt.Sprintf(" ELSE %d END", k)
-		}
-	}
-	return bucket
-}
-
 func seconds(f float64) Age { return Age(time.Duration(f * float64(time.Second))) }
 
 // snapPublished: totals capped then estimated; windows from the newest
 // publishedWindowCap rows of the published_at index.
 func (i *Inspector) snapPublished(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
 	var err error
-	s.Counts.Published, err = countCapped(ctx, tx, "SELECT 1 FROM "+i.outbox+" WHERE "+wire.PublishedSQL, totalExactCap)
+	s.Counts.Published, err = countCapped(ctx, tx, i.q.SQL("published_rows"), totalExactCap)
 	if err != nil {
 		return err
 	}
-	s.Counts.Archived, err = countCapped(ctx, tx, "SELECT 1 FROM "+i.archive, totalExactCap)
+	s.Counts.Archived, err = countCapped(ctx, tx, i.q.SQL("archived_rows"), totalExactCap)
 	if err != nil {
 		return err
 	}
-	if err := tx.QueryRow(ctx, "SELECT count(*) FROM "+i.archive+" WHERE published_at IS NULL").Scan(&s.Counts.Skipped); err != nil {
+	if err := tx.QueryRow(ctx, i.q.SQL("skipped_count")).Scan(&s.Counts.Skipped); err != nil {
 		return err
 	}
 	// The newest rows within the hour, newest first; n < cap means the windows are
@@ -317,15 +303,7 @@ func (i *Inspector) snapPublished(ctx context.Context, tx pgx.Tx, s *Snapshot) e
 	var n, n10s, n1m, n5m int64
 	var span float64
 	var history *float64
-	err = tx.QueryRow(ctx, `SELECT count(*),
-			count(*) FILTER (WHERE published_at > now() - interval '10 seconds'),
-			count(*) FILTER (WHERE published_at > now() - interval '1 minute'),
-			count(*) FILTER (WHERE published_at > now() - interval '5 minutes'),
-			coalesce(`+nullAge("min(published_at)")+`, 0),
-			(SELECT `+nullAge("min(published_at)")+` FROM `+i.outbox+` WHERE published_at IS NOT NULL)
-		FROM (SELECT published_at FROM `+i.outbox+`
-			WHERE published_at IS NOT NULL AND published_at > now() - interval '1 hour'
-			ORDER BY published_at DESC LIMIT $1) newest`, publishedWindowCap).Scan(&n, &n10s, &n1m, &n5m, &span, &history)
+	err = tx.QueryRow(ctx, i.q.SQL("published_windows"), publishedWindowCap).Scan(&n, &n10s, &n1m, &n5m, &span, &history)
 	if err != nil {
 		return err
 	}
@@ -343,10 +321,7 @@ func (i *Inspector) snapPublished(ctx context.Context, tx pgx.Tx, s *Snapshot) e
 	s.Published.CurrentPerSecond = float64(n10s) / window
 	// The events ever inserted: the seq identity's last value (NULL without the
 	// privilege to read it, or before the first insert). The console's incoming rate.
-	err = tx.QueryRow(ctx, `SELECT last_value FROM pg_sequences
-		WHERE (schemaname, sequencename) = (SELECT n.nspname, c.relname FROM pg_class c
-			JOIN pg_namespace n ON n.oid = c.relnamespace
-			WHERE c.oid = pg_get_serial_sequence($1, 'seq')::regclass)`, i.outbox).Scan(&s.Inserted)
+	err = tx.QueryRow(ctx, i.q.SQL("inserted"), i.outbox).Scan(&s.Inserted)
 	if err == pgx.ErrNoRows {
 		return nil // no identity behind seq: the console derives the rate otherwise
 	}
@@ -387,11 +362,7 @@ type rowWithInt struct {
 func (r rowWithInt) Scan(dest ...any) error { return r.r.Scan(append(dest, r.n)...) }
 
 func (i *Inspector) snapInbox(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
-	rows, err := tx.Query(ctx, consumersCTE(i.consumed)+`
-		SELECT c.consumer_name,
-			(SELECT count(*) FROM `+i.consumed+` e WHERE e.consumer_name = c.consumer_name AND e.consumed_at > now() - interval '5 minutes'),
-			(SELECT `+finite("max(consumed_at)")+` FROM `+i.consumed+` e WHERE e.consumer_name = c.consumer_name)
-		FROM consumers c WHERE c.consumer_name IS NOT NULL LIMIT 100`)
+	rows, err := tx.Query(ctx, i.q.SQL("inbox"))
 	if err != nil {
 		return err
 	}
@@ -404,7 +375,7 @@ func (i *Inspector) snapInbox(ctx context.Context, tx pgx.Tx, s *Snapshot) error
 		return err
 	}
 	for k := range s.Inbox {
-		s.Inbox[k].Total, err = countCapped(ctx, tx, "SELECT 1 FROM "+i.consumed+" WHERE consumer_name = $1", inboxExactCap, s.Inbox[k].Name)
+		s.Inbox[k].Total, err = countCapped(ctx, tx, i.q.SQL("inbox_rows"), inboxExactCap, s.Inbox[k].Name)
 		if err != nil {
 			return err
 		}
@@ -418,15 +389,7 @@ func (i *Inspector) snapInbox(ctx context.Context, tx pgx.Tx, s *Snapshot) error
 }
 
 func (i *Inspector) snapHealth(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
-	rows, err := tx.Query(ctx, `SELECT c.relname, coalesce(st.n_live_tup, 0), coalesce(st.n_dead_tup, 0),
-			st.last_vacuum, st.last_autovacuum, st.last_autoanalyze,
-			pg_table_size(c.oid), pg_indexes_size(c.oid)
-		FROM pg_class c
-		JOIN pg_namespace n ON n.oid = c.relnamespace
-		LEFT JOIN pg_stat_user_tables st ON st.relid = c.oid
-		WHERE n.nspname = $1 AND c.relname = ANY($2) AND c.relkind IN ('r', 'p')
-		ORDER BY array_position($2, c.relname::text)`,
-		i.schema, []string{"outbox_event", "outbox_event_archive", "consumed_event", "outbox_audit"})
+	rows, err := tx.Query(ctx, i.q.SQL("table_health"), i.schema, []string{"outbox_event", "outbox_event_archive", "consumed_event", "outbox_audit"})
 	if err != nil {
 		return err
 	}

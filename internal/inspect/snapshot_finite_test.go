@@ -18,7 +18,7 @@ func TestSnapshotReadsInfiniteTimes(t *testing.T) {
 	for _, caps := range []bool{false, true} {
 		if caps {
 			// Past the scan the oldest publishable age comes from
-			// wire.OldestPublishableSQL, which subtracts a ready row's times
+			// sql/oldest_publishable.sql, which subtracts a ready row's times
 			// as they are: the ready row gets finite ones.
 			b.exec(t, `UPDATE outbox_event SET created_at = now() - interval '10 minutes', available_at = now() - interval '10 minutes'
 				WHERE event_id = '`+idReady1+`'`)

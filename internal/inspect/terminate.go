@@ -78,9 +78,8 @@ func (i *Inspector) TerminateBackend(ctx context.Context, r TerminateRequest) (T
 	if actor == "" {
 		actor = DefaultActor(nil)
 	}
-	fn := pgsql.Name(i.schema, "outboxtop_audit_terminate")
 	var may bool
-	if err := i.pool.QueryRow(ctx, `SELECT has_function_privilege($1 || '(text, text, jsonb)', 'EXECUTE')`, fn).Scan(&may); err != nil {
+	if err := i.pool.QueryRow(ctx, i.q.SQL("may_terminate"), pgsql.Name(i.schema, "outboxtop_audit_terminate")).Scan(&may); err != nil {
 		return TerminateResult{}, fmt.Errorf("terminate-backend: %w", err)
 	}
 	if !may {
@@ -90,14 +89,11 @@ func (i *Inspector) TerminateBackend(ctx context.Context, r TerminateRequest) (T
 		return TerminateResult{}, ErrHolderHidden
 	}
 	var ended bool
-	err := i.pool.QueryRow(ctx, `SELECT pg_catalog.pg_terminate_backend(a.pid, $4)
-		FROM pg_catalog.pg_stat_activity a
-		WHERE a.pid = $1 AND a.backend_start = $2 AND a.xact_start IS NOT DISTINCT FROM $3`,
-		x.PID, x.BackendStart, x.XactStart, TerminateWait).Scan(&ended)
+	err := i.pool.QueryRow(ctx, i.q.SQL("terminate"), x.PID, x.BackendStart, x.XactStart, TerminateWait).Scan(&ended)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		var alive bool
-		if err := i.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity WHERE pid = $1)`, x.PID).Scan(&alive); err != nil {
+		if err := i.pool.QueryRow(ctx, i.q.SQL("backend_alive"), x.PID).Scan(&alive); err != nil {
 			return TerminateResult{}, fmt.Errorf("terminate-backend: %w", err)
 		}
 		if !alive {
@@ -117,7 +113,7 @@ func (i *Inspector) TerminateBackend(ctx context.Context, r TerminateRequest) (T
 		return TerminateResult{}, err
 	}
 	res := TerminateResult{Actor: actor}
-	if err := i.pool.QueryRow(ctx, `SELECT `+fn+`($1, $2, $3::jsonb)`, actor, r.Reason, string(js)).Scan(&res.AuditID); err != nil {
+	if err := i.pool.QueryRow(ctx, i.q.SQL("audit_terminate"), actor, r.Reason, string(js)).Scan(&res.AuditID); err != nil {
 		return TerminateResult{}, fmt.Errorf("pid %d was ended, but its audit row could not be written: %w", x.PID, err)
 	}
 	return res, nil

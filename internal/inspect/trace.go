@@ -82,10 +82,8 @@ func (i *Inspector) Resolve(ctx context.Context, idOrPrefix string) (string, err
 // candidates reads up to ambiguousShown+1 events of the outbox and the archive
 // matching where.
 func (i *Inspector) candidates(ctx context.Context, where string, args ...any) ([]Event, error) {
-	n := fmt.Sprint(ambiguousShown + 1)
-	rows, err := i.pool.Query(ctx, "(SELECT "+eventColumns(false, false)+" FROM "+i.outbox+" WHERE "+where+" ORDER BY event_id LIMIT "+n+")"+
-		" UNION ALL (SELECT "+eventColumns(true, false)+" FROM "+i.archive+" WHERE "+where+" ORDER BY event_id LIMIT "+n+")"+
-		" ORDER BY 1 LIMIT "+n, args...)
+	q := i.q.SQL("candidates", map[string]any{"where": where, "limit": ambiguousShown + 1})
+	rows, err := i.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("resolving event id: %w", err)
 	}
@@ -135,7 +133,7 @@ func (i *Inspector) Trace(ctx context.Context, idOrPrefix string) (Trace, error)
 		return Trace{}, err
 	}
 	t := Trace{EventDetail: d}
-	rows, err := i.pool.Query(ctx, i.traceAuditSQL(), id)
+	rows, err := i.pool.Query(ctx, i.q.SQL("trace_audit"), id)
 	if err != nil {
 		return Trace{}, fmt.Errorf("reading audit rows of %s: %w", id, err)
 	}
@@ -144,11 +142,4 @@ func (i *Inspector) Trace(ctx context.Context, idOrPrefix string) (Trace, error)
 		return Trace{}, fmt.Errorf("reading audit rows of %s: %w", id, err)
 	}
 	return t, nil
-}
-
-// traceAuditSQL reads the audit rows naming event $1, oldest first, along
-// outbox_audit_event_ids_idx (GIN on event_ids, migration 009).
-func (i *Inspector) traceAuditSQL() string {
-	return "SELECT audit_id, at, actor, action, rows, coalesce(reason, ''), coalesce(db_user, '')" +
-		" FROM " + i.audit + " WHERE event_ids @> ARRAY[$1::uuid] ORDER BY audit_id"
 }

@@ -1,12 +1,24 @@
 // Package pgsql is the SQL plumbing every package with statements shares.
 //
-// One template mechanism: outboxtop's SQL, the relay's and inspect's, is
-// schema-qualified the way the migrations are. A statement names its tables as
-// {{.schema}}.outbox_event, and the placeholder becomes the quoted schema
-// identifier ("public", "Outbox") when the statement is loaded, once, when a
-// Relay or an Inspector is built. Nothing else in a statement is rewritten: no
-// parsing, no search_path. Statements composed in Go name their tables with
-// Name, which quotes the same way.
+// One template mechanism: every statement file, the relay's, inspect's and
+// the migrations' stored functions, is a Go text/template over the same data.
+// A statement names its tables as {{.schema}}.outbox_event, and .schema is the
+// quoted schema identifier ("public", "Outbox"). Nothing else in a statement is
+// rewritten: no parsing, no search_path.
+//
+// Templates are a package's files parsed once, when a Relay or an Inspector is
+// built: each file is a statement named for its file, and may define
+// fragments ({{define "head"}}…{{end}}) the others call with
+// {{template "head" args . "row" "e"}} (args adds fields to the data). A
+// package passes the functions its statements call (inspect passes wire's
+// state conditions). A few statements take fields chosen at run time (a
+// filter's WHERE clause built from fixed fragments, a sort), passed when the
+// statement is filled; a statement without any is filled once. A missing
+// field is an error, not an empty string: the statements are embedded, so a
+// package's tests find it.
+//
+// Name quotes a schema's object the same way, for a name passed as a
+// parameter (a regclass).
 //
 // Check finds a table named without the placeholder; every package with
 // embedded statements tests them all with it, and prepares them all on a

@@ -1,8 +1,11 @@
 package pgsql
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
+	"text/template"
 )
 
 func TestQualify(t *testing.T) {
@@ -64,4 +67,48 @@ func TestLoad(t *testing.T) {
 		}
 	}()
 	Load(fsys, "missing.sql", "Q")
+}
+
+func TestTemplates(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"sql/frag.sql": {Data: []byte(`{{define "head"}}NOT EXISTS (SELECT 1 FROM {{.schema}}.outbox_event p WHERE p.seq < {{.row}}.seq){{end}}`)},
+		"sql/list.sql": {Data: []byte(`SELECT {{up "x"}} FROM {{.schema}}.outbox_event e WHERE {{template "head" args . "row" "e"}} LIMIT {{.limit}}`)},
+		"sql/one.sql":  {Data: []byte(`SELECT 1 FROM {{.schema}}.outbox_audit`)},
+	}
+	q := Parse(fsys, "sql/*.sql", "Q", template.FuncMap{"up": strings.ToUpper})
+	if got, want := q.SQL("list", map[string]any{"limit": 5}),
+		`SELECT X FROM "Q".outbox_event e WHERE NOT EXISTS (SELECT 1 FROM "Q".outbox_event p WHERE p.seq < e.seq) LIMIT 5`; got != want {
+		t.Errorf("list = %s, want %s", got, want)
+	}
+	if got, want := q.SQL("one"), `SELECT 1 FROM "Q".outbox_audit`; got != want || q.SQL("one") != got {
+		t.Errorf("one = %s, want %s", got, want)
+	}
+	if names := q.Names(); !slices.Contains(names, "head") || !slices.Contains(names, "list") {
+		t.Errorf("Names = %v", names)
+	}
+	for _, bad := range []func(){
+		func() { q.SQL("list") },    // a missing field
+		func() { q.SQL("missing") }, // no such statement
+		func() { Parse(fsys, "nothing/*.sql", "Q", nil) },
+		func() { Parse(fstest.MapFS{"a.sql": {Data: []byte(`{{`)}}, "*.sql", "Q", nil) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+			}()
+			bad()
+		}()
+	}
+	var p PerSchema
+	p.FS, p.Pattern = fsys, "sql/*.sql"
+	p.Funcs = template.FuncMap{"up": strings.ToUpper}
+	if p.For("A") != p.For("A") || p.For("A") == p.For("B") {
+		t.Error("PerSchema parses once per schema")
+	}
+	if got := p.For("B").SQL("one"); got != `SELECT 1 FROM "B".outbox_audit` {
+		t.Errorf("For(B) = %s", got)
+	}
 }
