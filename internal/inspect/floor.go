@@ -60,9 +60,6 @@ const (
 	headsKept = 4_096
 )
 
-// minSeq is math.MinInt64 in SQL: before every seq.
-const minSeq = `'-9223372036854775808'::bigint`
-
 // floorState is an Inspector's snapFloor, nil until its first pass.
 type floorState struct {
 	mu sync.Mutex

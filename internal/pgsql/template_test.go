@@ -105,7 +105,8 @@ func TestTemplates(t *testing.T) {
 	var p PerSchema
 	p.FS, p.Pattern = fsys, "sql/*.sql"
 	p.Funcs = template.FuncMap{"up": strings.ToUpper}
-	if p.For("A") != p.For("A") || p.For("A") == p.For("B") {
+	a := p.For("A")
+	if p.For("A") != a || p.For("B") == a {
 		t.Error("PerSchema parses once per schema")
 	}
 	if got := p.For("B").SQL("one"); got != `SELECT 1 FROM "B".outbox_audit` {
