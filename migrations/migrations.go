@@ -105,6 +105,35 @@ func NewerError(schema string, v int32, known int) error {
 		ErrNewerSchema, schema, v, known)
 }
 
+// ErrOlderSchema: the schema was not migrated up to this outboxtop's version.
+var ErrOlderSchema = errors.New("schema is older than this outboxtop")
+
+// CheckVersion is the one check of a schema's version against this binary's
+// migrations: a schema a newer outboxtop migrated is refused (ErrNewerSchema:
+// this binary's statements may no longer match its tables, and its relay could
+// undo what the newer one relies on), and so, when current is set, is one that
+// migrate has not brought up to this version (ErrOlderSchema: the relay's and
+// the console's statements depend on it). An error reading the version is
+// returned as it is.
+func CheckVersion(ctx context.Context, conn *pgx.Conn, schema string, current bool) error {
+	v, err := Version(ctx, conn, schema)
+	if err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	known, err := Count()
+	if err != nil {
+		return err
+	}
+	switch {
+	case int(v) > known:
+		return NewerError(schema, v, known)
+	case current && int(v) < known:
+		return fmt.Errorf("%w: schema %q is at version %d, this outboxtop needs %d: run 'outboxtop migrate' first",
+			ErrOlderSchema, schema, v, known)
+	}
+	return nil
+}
+
 // Migrate is Apply, also returning the version found once the migration lock was
 // held: from == to when this call applied nothing (another process may have done
 // it meanwhile). It refuses a schema newer than this binary, and existing tables

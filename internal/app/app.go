@@ -1,12 +1,17 @@
-// Package app is outboxtop's application lifecycle, the same for the console,
-// the headless relay and the SSH server: Open connects the database pool, checks
-// the schema, builds the inspectors, the Kafka client and the embedded relay,
-// registers the metrics and starts the metrics server; Run runs the relay and the
-// housekeeping beside a front (the console, the SSH server, or nothing: the
-// headless relay) and stops them in order; Close releases what Open took.
+// Package app is outboxtop's application lifecycle, the same for every mode
+// that runs a relay or a console: the console, the relay alone, watch, the SSH
+// server and the demo. Validate checks the configuration, once, before anything
+// is opened; Open connects the database pool, checks the schema's version,
+// builds the inspectors, the Kafka client and the embedded relay, registers the
+// metrics and starts the metrics server; Run runs the relay and the
+// housekeeping beside a front (the console, the SSH server, the demo's
+// workload, or nothing: the relay alone) and stops them in order; Close
+// releases what Open took.
 //
 // One lifecycle means one set of rules for every mode: a setting either takes
-// effect wherever it is accepted, or the mode refuses it.
+// effect wherever it is accepted, or the mode refuses it. Where the database and
+// the brokers come from is the caller's (Config.Connect, Config.Kafka): the demo
+// passes the throwaway ones it started.
 package app
 
 import (
@@ -58,6 +63,27 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Validate checks the settings and the ones they need together, before
+// anything is opened: the one check every mode's configuration goes through
+// (Open calls it; a caller with something costly to start first calls it
+// before that). Its errors are ConfigErrors.
+func (cfg Config) Validate() error {
+	if err := cfg.Housekeeping.Validate(); err != nil {
+		return ConfigError{err}
+	}
+	if cfg.Housekeeping.Enabled() && cfg.Relay == nil {
+		return configErrorf("--archive-after and --archive-retention are the relay's housekeeping: they need the embedded relay (drop --no-relay)")
+	}
+	if cfg.Relay != nil {
+		rcfg := *cfg.Relay
+		rcfg.Schema = cfg.Schema
+		if err := rcfg.Validate(); err != nil {
+			return ConfigError{err}
+		}
+	}
+	return nil
+}
+
 // ConfigError is a setting the application cannot run with: bad usage, not a
 // failure at run time.
 type ConfigError struct{ Err error }
@@ -95,11 +121,8 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cfg.Connect == nil {
 		return nil, errors.New("app: Config.Connect is required")
 	}
-	if err := cfg.Housekeeping.Validate(); err != nil {
-		return nil, ConfigError{err}
-	}
-	if cfg.Housekeeping.Enabled() && cfg.Relay == nil {
-		return nil, configErrorf("--archive-after and --archive-retention are the relay's housekeeping: they need the embedded relay (drop --no-relay)")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -118,9 +141,6 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		rcfg.Schema = cfg.Schema
 		if rcfg.Logger == nil {
 			rcfg.Logger = cfg.Logger
-		}
-		if err := rcfg.Validate(); err != nil {
-			return nil, ConfigError{err}
 		}
 		conns += int32(rcfg.InFlight) + 1 // the rescue's pass, beside the claims (relay/rescue.go)
 		if rcfg.HeartbeatInterval >= 0 {
@@ -151,7 +171,7 @@ func Open(ctx context.Context, cfg Config) (_ *App, err error) {
 		newBacklogCollector(a.ReadOnlyInspector), relay.NewHealthCollector(a.Pool, cfg.Schema),
 		newRelaysCollector(a.ReadOnlyInspector), newHorizonCollector(a.ReadOnlyInspector))
 	if cfg.Relay != nil {
-		kcfg := cfg.Kafka
+		kcfg := rcfg.Kafka(cfg.Kafka) // the producer's limits follow the relay's
 		kcfg.Extra = append(kcfg.Extra[:len(kcfg.Extra):len(kcfg.Extra)], relay.KafkaMetrics(a.Registry))
 		if a.kafka, err = relay.NewKafkaClient(kcfg); err != nil {
 			return nil, ConfigError{err}
@@ -241,24 +261,13 @@ func (a *App) Close() {
 	}
 }
 
-// CheckSchema refuses to run on a schema that migrate has not brought up to this
-// binary's version: the relay's and the console's SQL depend on it.
+// CheckSchema refuses to run on a schema that migrate has not brought up to
+// this binary's version, or that a newer outboxtop migrated.
 func CheckSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	v, err := migrations.Version(ctx, conn.Conn(), schema)
-	if err != nil {
-		return fmt.Errorf("reading schema version: %w", err)
-	}
-	known, err := migrations.Count()
-	if err != nil {
-		return err
-	}
-	if int(v) < known {
-		return fmt.Errorf("schema %q is at version %d, this outboxtop needs %d: run 'outboxtop migrate' first", schema, v, known)
-	}
-	return nil
+	return migrations.CheckVersion(ctx, conn.Conn(), schema, true)
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/outboxtop/outboxtop/internal/termtext"
 	"regexp"
@@ -69,7 +70,23 @@ func (d *dbFlags) connect(ctx context.Context, io IO) (*pgx.Conn, error) {
 	return conn, nil
 }
 
+// pool opens the pool of a command that reads the outbox: one a newer
+// outboxtop migrated is refused.
 func (d *dbFlags) pool(ctx context.Context, io IO, maxConns int32) (*pgxpool.Pool, error) {
+	pool, err := d.openPool(ctx, io, maxConns)
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseNewerSchema(ctx, pool, d.schema); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// openPool opens a pool and checks that the server answers; the application
+// lifecycle checks the schema's version itself (app.CheckSchema).
+func (d *dbFlags) openPool(ctx context.Context, io IO, maxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := d.config(io)
 	if err != nil {
 		return nil, err
@@ -96,10 +113,6 @@ func (d *dbFlags) pool(ctx context.Context, io IO, maxConns int32) (*pgxpool.Poo
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
 		return nil, connectError(cfg, err)
-	}
-	if err := refuseNewerSchema(ctx, pool, d.schema); err != nil {
-		pool.Close()
-		return nil, err
 	}
 	return pool, nil
 }
@@ -146,26 +159,17 @@ func redactParseError(err error) string {
 var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
 // refuseNewerSchema stops every command that reads the outbox when a newer
-// outboxtop has migrated the schema: this binary's statements may no longer match
-// its tables (and its relay could undo what the newer one relies on). A role that
-// may not read the version table is let through; the command's own statements
-// then say what is missing.
+// outboxtop has migrated the schema (migrations.CheckVersion). A role that may
+// not read the version table is let through; the command's own statements then
+// say what is missing.
 func refuseNewerSchema(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	v, err := migrations.Version(ctx, conn.Conn(), schema)
-	if err != nil {
-		return nil
-	}
-	known, err := migrations.Count()
-	if err != nil {
-		return err
-	}
-	if int(v) > known {
-		return exitError{ExitFailure, migrations.NewerError(schema, v, known).Error()}
+	if err := migrations.CheckVersion(ctx, conn.Conn(), schema, false); errors.Is(err, migrations.ErrNewerSchema) {
+		return exitError{ExitFailure, err.Error()}
 	}
 	return nil
 }

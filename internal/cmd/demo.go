@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/pflag"
 
+	"github.com/outboxtop/outboxtop/internal/app"
 	"github.com/outboxtop/outboxtop/internal/demo"
 	"github.com/outboxtop/outboxtop/internal/pgtemp"
 	"github.com/outboxtop/outboxtop/wire"
@@ -66,19 +67,30 @@ func runDemo(ctx context.Context, args []string, io IO) error {
 	if err := parse(fs, args, io); err != nil {
 		return err
 	}
-	cfg, err := f.config(fs, io)
+	dcfg, err := f.config(fs, io)
 	if err != nil {
 		return err
 	}
+	logger := slog.New(slog.DiscardHandler) // the console owns the terminal
 	if f.noTUI {
-		if cfg.Logger, err = f.log.logger(io.Err); err != nil {
+		if logger, err = f.log.logger(io.Err); err != nil {
 			return err
 		}
-	} else {
-		cfg.Logger = slog.New(slog.DiscardHandler) // the console owns the terminal
+	}
+	dcfg.Logger = logger
+	// The demo's relay opens through the same lifecycle as every other mode's,
+	// on the database and brokers the demo starts; its settings are checked
+	// before anything starts.
+	rcfg := f.relay.cfg
+	rcfg.Logger = logger
+	acfg := app.Config{Schema: f.schema, Conns: demo.Conns + 4, Relay: &rcfg, Logger: logger}
+	if err := acfg.Validate(); err != nil {
+		return usageOf(err)
+	}
+	if !f.noTUI {
 		fmt.Fprintln(io.Err, "outboxtop demo: starting PostgreSQL and Kafka…")
 	}
-	d, err := demo.Start(ctx, cfg)
+	d, err := demo.Start(ctx, dcfg)
 	if err != nil {
 		if errors.Is(err, pgtemp.ErrNoBinaries) {
 			return exitError{code: ExitFailure, msg: "demo: " + err.Error()}
@@ -89,10 +101,43 @@ func runDemo(ctx context.Context, args []string, io IO) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	defer d.Close()
-	if f.noTUI {
-		return runDemoHeadless(ctx, d, &f, io)
+
+	acfg.Connect, acfg.Kafka = d.Connect, d.RelayKafka(f.relay.kafka)
+	a, err := app.Open(ctx, acfg)
+	if err != nil {
+		return usageOf(err)
 	}
-	return runDemoConsole(ctx, d, cfg, io)
+	defer a.Close()
+	if err := d.Attach(a.Pool, a.Relay); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if f.noTUI {
+		return a.Run(ctx, func(ctx context.Context) error { return runDemoHeadless(ctx, d, &f, io) })
+	}
+	// The console reaches the demo's brokers directly, not through the relay's
+	// outage switch: lag and read-backs keep working during an outage.
+	kc := f.relay.kafka
+	kc.Brokers = d.Brokers()
+	front := consoleFront{schema: f.schema, kafka: kc, lag: new(lagFlags), extras: demoExtras(d)}
+	return a.Run(ctx, func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		runErr := make(chan error, 1)
+		go func() {
+			err := d.Run(ctx)
+			if err != nil {
+				cancel() // the console would show a demo that no longer runs
+			}
+			runErr <- err
+		}()
+		err := front.run(a, io)(ctx)
+		cancel()
+		fmt.Fprintln(io.Err, "outboxtop demo: stopping; removing the throwaway database")
+		if rerr := <-runErr; rerr != nil && !errors.Is(rerr, context.Canceled) {
+			return fmt.Errorf("demo: %w", rerr)
+		}
+		return err
+	})
 }
 
 // config checks the flags and turns them into the demo's configuration.
@@ -129,14 +174,14 @@ func (f *demoFlags) config(fs *pflag.FlagSet, io IO) (demo.Config, error) {
 	if f.relay.kafka.TLS || f.relay.kafka.SASLMechanism != "" {
 		return cfg, usagef("the demo's consumer does not speak TLS or SASL yet: give --brokers a plaintext listener")
 	}
-	cfg = demo.Config{DSN: f.dsn, Kafka: f.relay.kafka, Relay: f.relay.cfg, Rate: f.rate}
+	cfg = demo.Config{DSN: f.dsn, Outbox: f.schema, TopicTemplate: f.relay.cfg.WithDefaults().TopicTemplate, Rate: f.rate}
 	// Quitting should be quick: in-flight batches get a short grace, then their
 	// leases are released.
 	if !fs.Changed("shutdown-timeout") {
-		cfg.Relay.ShutdownTimeout = consoleShutdown
+		f.relay.cfg.ShutdownTimeout = consoleShutdown
 	}
-	if !ownBrokers {
-		cfg.Kafka.Brokers = nil
+	if ownBrokers {
+		cfg.Brokers = f.relay.kafka.Brokers
 	}
 	return cfg, nil
 }

@@ -13,7 +13,7 @@ import (
 // --headless and serve share, with the database settings of d.
 func openApp(ctx context.Context, d *dbFlags, io IO, cfg app.Config) (*app.App, error) {
 	cfg.Schema = d.schema
-	cfg.Connect = func(ctx context.Context, maxConns int32) (*pgxpool.Pool, error) { return d.pool(ctx, io, maxConns) }
+	cfg.Connect = func(ctx context.Context, maxConns int32) (*pgxpool.Pool, error) { return d.openPool(ctx, io, maxConns) }
 	a, err := app.Open(ctx, cfg)
 	return a, usageOf(err)
 }

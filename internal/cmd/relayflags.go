@@ -60,7 +60,7 @@ func (f *relayFlags) registerKafka(fs *pflag.FlagSet) {
 	fs.StringVar(&f.saslPasswordFile, "kafka-sasl-password-file", "", "file holding the SASL password (else OUTBOXTOP_KAFKA_SASL_PASSWORD)")
 }
 
-// resolve completes the configuration from the environment and checks it.
+// resolve completes the configuration from the environment.
 func (f *relayFlags) resolve(schema string, io IO) error {
 	if err := f.resolveKafka(io); err != nil {
 		return err
@@ -77,12 +77,7 @@ func (f *relayFlags) resolve(schema string, io IO) error {
 	}
 	f.cfg.Schema = schema
 	f.cfg.Version = Version
-	if err := f.cfg.Validate(); err != nil {
-		return usagef("%v", inFlagWords(err))
-	}
-	f.kafka.MaxMessageBytes, f.kafka.DeliveryTimeout, f.kafka.MaxBufferedRecords = 0, 0, 0
-	f.kafka = f.cfg.Kafka(f.kafka)
-	return nil
+	return nil // checked once, by the lifecycle that opens the relay (app.Config.Validate)
 }
 
 // resolveKafka completes the Kafka settings from the environment and checks

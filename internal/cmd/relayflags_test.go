@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxtop/outboxtop/internal/app"
 	"github.com/outboxtop/outboxtop/relay"
 )
 
@@ -26,7 +27,10 @@ func TestTopicsFlagAndVariable(t *testing.T) {
 		if err := parse(fs, append([]string{"--brokers", "127.0.0.1:1"}, args...), io); err != nil {
 			return nil, err
 		}
-		return f, f.resolve("public", io)
+		if err := f.resolve("public", io); err != nil {
+			return f, err
+		}
+		return f, usageOf(app.Config{Schema: "public", Relay: &f.cfg}.Validate())
 	}
 	f, err := resolve(nil, "--topics", "orders.*, billing ,")
 	if err != nil || !slices.Equal(f.cfg.Topics, []string{"orders.*", "billing"}) {

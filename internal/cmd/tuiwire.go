@@ -9,7 +9,6 @@ import (
 	"github.com/outboxtop/outboxtop/internal/app"
 	"github.com/outboxtop/outboxtop/internal/console"
 	"github.com/outboxtop/outboxtop/internal/inspect"
-	"github.com/outboxtop/outboxtop/internal/sshserve"
 	"github.com/outboxtop/outboxtop/relay"
 )
 
@@ -27,23 +26,41 @@ func runTUI(ctx context.Context, c *consoleFlags, io IO) error {
 		return err
 	}
 	defer a.Close()
-	actor := c.actor
+	return a.Run(ctx, consoleFront{
+		readOnly: c.readOnly, actor: c.actor, schema: c.db.schema, kafka: c.relay.kafka, lag: &c.lag,
+	}.run(a, io))
+}
+
+// consoleFront is the console in front of an opened application, the demo's
+// included: its relay's pause audited, the topics waiting to exist, a record's
+// read-back and the consumers' lag where Kafka is known.
+type consoleFront struct {
+	readOnly bool
+	actor    string // empty: the OS user (and SSH client)
+	schema   string
+	kafka    relay.KafkaConfig
+	lag      *lagFlags
+	extras   []console.Extra
+}
+
+func (f consoleFront) run(a *app.App, io IO) func(context.Context) error {
+	actor := f.actor
 	if actor == "" {
 		actor = inspect.DefaultActor(io.Getenv)
 	}
-	return a.Run(ctx, func(ctx context.Context) error {
-		topts := console.Options{Inspector: a.Inspector, ReadOnly: c.readOnly, Actor: actor, Context: ctx,
-			MissingTopics: missingTopicsOf(a.Pool, c.db.schema)}
+	return func(ctx context.Context) error {
+		topts := console.Options{Inspector: a.Inspector, ReadOnly: f.readOnly, Actor: actor, Context: ctx,
+			MissingTopics: missingTopicsOf(a.Pool, f.schema), Extras: f.extras}
 		if a.Relay != nil {
 			// Pause and resume are audited like the actions (a read-only console
 			// cannot pause at all).
-			topts.Relay = sshserve.AuditedRelay{Relay: a.Relay, Inspector: a.Inspector, Actor: actor,
+			topts.Relay = console.AuditedRelay{Relay: a.Relay, Inspector: a.Inspector, Actor: actor,
 				Context: ctx, Logger: slog.New(slog.DiscardHandler)}
 		}
-		if len(c.relay.kafka.Brokers) > 0 { // the detail reads records back
-			topts.Kafka = kafkaClientFor(c.relay.kafka)
+		if len(f.kafka.Brokers) > 0 { // the detail reads records back
+			topts.Kafka = kafkaClientFor(f.kafka)
 		}
-		closeLag, err := c.lag.consoleLag(&topts, c.relay.kafka, a.Pool, c.db.schema)
+		closeLag, err := f.lag.consoleLag(&topts, f.kafka, a.Pool, f.schema)
 		if err != nil {
 			return err
 		}
@@ -53,7 +70,7 @@ func runTUI(ctx context.Context, c *consoleFlags, io IO) error {
 			fmt.Fprintln(io.Err, "outboxtop: stopping the relay: waiting for in-flight batches")
 		}
 		return err
-	})
+	}
 }
 
 // appConfig is the console's application: every flag the console accepts is

@@ -68,7 +68,7 @@ func (d *Demo) Summary(ctx context.Context) (Summary, error) {
 	err := d.Pool.QueryRow(ctx, `SELECT
 			count(*) FILTER (WHERE published_at IS NOT NULL AND event_type <> $2),
 			count(*) FILTER (WHERE published_at IS NULL AND failed_at IS NOT NULL)
-		FROM `+ident(d.cfg.Relay.Schema)+`.outbox_event WHERE seq > $1`, d.startSeq, OrderPoisoned).
+		FROM `+ident(d.cfg.Outbox)+`.outbox_event WHERE seq > $1`, d.startSeq, OrderPoisoned).
 		Scan(&s.Published, &s.Dead)
 	if err != nil {
 		return s, fmt.Errorf("reading the outbox: %w", err)

@@ -19,37 +19,44 @@ import (
 	"github.com/outboxtop/outboxtop/migrations"
 	"github.com/outboxtop/outboxtop/outbox"
 	"github.com/outboxtop/outboxtop/relay"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
-// Config configures a demo run: where its database and brokers are, and the
-// embedded relay.
+// Config configures a demo environment: where its database and brokers are,
+// and what the order service and the consumer do. The relay is not the demo's:
+// the caller opens it through the application's lifecycle, on the database and
+// brokers the demo gives it (Connect, RelayKafka), and hands it to Attach.
 type Config struct {
 	// DSN is the database to use; empty starts a throwaway PostgreSQL cluster,
 	// removed by Close.
 	DSN string
-	// Kafka is how the relay and the consumer reach Kafka. Without Brokers an
-	// in-process kfake cluster is started.
-	Kafka relay.KafkaConfig
-	// Relay configures the embedded relay; its Schema holds outboxtop's tables.
-	Relay relay.Config
+	// Brokers are the Kafka seed brokers; empty starts an in-process kfake
+	// cluster, stopped by Close.
+	Brokers []string
+	// Outbox is the schema holding outboxtop's tables; empty means
+	// wire.DefaultSchema.
+	Outbox string
+	// TopicTemplate is the relay's topic template, which the consumer follows;
+	// empty means the relay's default.
+	TopicTemplate string
 	// Schema holds the demo's own tables; empty means DefaultSchema.
 	Schema string
 	// Group is the consumer group; empty means "outboxtop-demo".
 	Group string
 	// Rate is the order service's target in events per second.
 	Rate float64
-	// Logger receives the relay's, consumer's and order service's logs; nil
-	// discards them.
+	// Logger receives the consumer's and order service's logs; nil discards
+	// them.
 	Logger *slog.Logger
 }
 
-// Demo is a running demo environment: database, brokers, the order service,
-// the embedded relay and the consumer group. Start builds it, Run runs it,
-// Close tears it down.
+// Demo is a demo environment: database, brokers, and once attached to a relay
+// the order service and the consumer group. Start builds it, Attach gives it
+// its relay, Run runs it, Close tears it down.
 type Demo struct {
-	// Pool is the demo's database.
+	// Pool is the database pool given to Attach.
 	Pool *pgxpool.Pool
-	// Relay is the embedded relay.
+	// Relay is the relay given to Attach.
 	Relay *relay.Relay
 	// Orders is the order service.
 	Orders *Orders
@@ -59,9 +66,9 @@ type Demo struct {
 	Counters *Counters
 
 	cfg      Config
+	dsn      string
 	cluster  *pgtemp.Cluster
 	fake     *kfake.Cluster
-	client   *kgo.Client
 	brokers  []string
 	outage   outageSwitch
 	produced producedHook
@@ -76,111 +83,137 @@ type Demo struct {
 	closeErr  error
 }
 
-// Start builds the demo environment. On error everything it had started is
-// stopped again; pgtemp.ErrNoBinaries is returned as is.
+// Start builds the demo environment: the database (migrated: outboxtop's
+// tables and the demo's) and the brokers. On error everything it had started
+// is stopped again; pgtemp.ErrNoBinaries is returned as is.
 func Start(ctx context.Context, cfg Config) (_ *Demo, err error) {
 	cfg = withDefaults(cfg)
-	d := &Demo{cfg: cfg, Counters: &Counters{}}
+	d := &Demo{cfg: cfg, Counters: &Counters{}, dsn: cfg.DSN}
 	defer func() {
 		if err != nil {
 			_ = d.Close()
 		}
 	}()
 
-	dsn := cfg.DSN
-	if dsn == "" {
+	if d.dsn == "" {
 		// Start reclaims what crashed runs left behind before it creates a cluster.
 		if d.cluster, err = pgtemp.Start(ctx, pgtemp.Options{}); err != nil {
 			return nil, err
 		}
-		dsn = d.cluster.DSN("")
-	}
-	pcfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("demo database: %w", err)
-	}
-	// Relay batches and claims, LISTEN, order-service workers, consumer,
-	// console loads and actions.
-	pcfg.MaxConns = int32(cfg.Relay.InFlight) + 16
-	if pcfg.ConnConfig.RuntimeParams["application_name"] == "" {
-		pcfg.ConnConfig.RuntimeParams["application_name"] = "outboxtop demo"
-	}
-	if d.Pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
-		return nil, fmt.Errorf("demo database: %w", err)
+		d.dsn = d.cluster.DSN("")
 	}
 	if err := d.migrate(ctx); err != nil {
 		return nil, err
 	}
-	if err := d.Pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM `+ident(cfg.Relay.Schema)+`.outbox_event`).Scan(&d.startSeq); err != nil {
-		return nil, fmt.Errorf("reading the outbox: %w", err)
-	}
 
-	d.brokers = cfg.Kafka.Brokers
+	d.brokers = cfg.Brokers
 	if len(d.brokers) == 0 {
 		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.DefaultNumPartitions(3), kfake.AllowAutoTopicCreation()}
-		if topics := seedTopics(cfg.Relay.TopicTemplate); len(topics) > 0 {
+		if topics := seedTopics(cfg.TopicTemplate); len(topics) > 0 {
 			opts = append(opts, kfake.SeedTopics(3, topics...))
 		}
 		if d.fake, err = kfake.NewCluster(opts...); err != nil {
 			return nil, fmt.Errorf("starting the in-process Kafka broker: %w", err)
 		}
 		d.brokers = d.fake.ListenAddrs()
-		cfg.Kafka.AutoCreateTopics = true
-	}
-	kc := cfg.Kafka
-	kc.Brokers = d.brokers
-	// Only the relay's connections go through the outage switch: the consumer
-	// keeps reading what was published before the outage.
-	kc.Extra = append(append([]kgo.Opt(nil), kc.Extra...), kgo.Dialer(d.outage.dial), kgo.WithHooks(&d.produced))
-	if d.client, err = relay.NewKafkaClient(kc); err != nil {
-		return nil, err
-	}
-	rcfg := cfg.Relay
-	rcfg.Logger = cfg.Logger
-	if d.Relay, err = relay.New(d.Pool, d.client, rcfg); err != nil {
-		return nil, err
-	}
-	w := outbox.Writer{Schema: cfg.Relay.Schema}
-	if d.Orders, err = NewOrders(d.Pool, d.Counters, OrderConfig{Schema: cfg.Schema, Outbox: w, Rate: cfg.Rate, Logger: cfg.Logger}); err != nil {
-		return nil, err
-	}
-	d.Consumer, err = NewConsumer(d.Pool, d.Counters, ConsumerConfig{
-		Brokers: d.brokers,
-		Group:   cfg.Group,
-		Topics:  topicPattern(cfg.Relay.TopicTemplate),
-		Schema:  cfg.Schema,
-		Inbox:   inbox.Store{Schema: cfg.Relay.Schema},
-		Logger:  cfg.Logger,
-	})
-	if err != nil {
-		return nil, err
 	}
 	return d, nil
 }
 
 func withDefaults(cfg Config) Config {
-	cfg.Relay = cfg.Relay.WithDefaults()
-	cfg.Kafka = cfg.Relay.Kafka(cfg.Kafka)
+	if cfg.Outbox == "" {
+		cfg.Outbox = wire.DefaultSchema
+	}
+	if cfg.TopicTemplate == "" {
+		cfg.TopicTemplate = relay.Config{}.WithDefaults().TopicTemplate
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return cfg
 }
 
+// Connect opens a pool of at most maxConns connections to the demo's database,
+// named "outboxtop demo" in pg_stat_activity unless its DSN names it.
+func (d *Demo) Connect(ctx context.Context, maxConns int32) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig(d.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("demo database: %w", err)
+	}
+	pcfg.MaxConns = maxConns
+	if pcfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		pcfg.ConnConfig.RuntimeParams["application_name"] = "outboxtop demo"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("demo database: %w", err)
+	}
+	return pool, nil
+}
+
+// Conns is the connections the order service's workers and the consumer use
+// at most, besides the relay's and a console's.
+const Conns = 12
+
+// RelayKafka is k for the relay's client in this environment: the demo's
+// brokers (topics created on first use when they are in process), dialled
+// through the outage switch, with the acknowledgements counted. Only the
+// relay's connections go through the switch: the consumer keeps reading what
+// was published before an outage.
+func (d *Demo) RelayKafka(k relay.KafkaConfig) relay.KafkaConfig {
+	k.Brokers = d.brokers
+	if d.fake != nil {
+		k.AutoCreateTopics = true
+	}
+	k.Extra = append(append([]kgo.Opt(nil), k.Extra...), kgo.Dialer(d.outage.dial), kgo.WithHooks(&d.produced))
+	return k
+}
+
+// Attach builds the order service and the consumer on pool, beside r, the
+// relay opened on this environment (its client from RelayKafka).
+func (d *Demo) Attach(pool *pgxpool.Pool, r *relay.Relay) (err error) {
+	d.Pool, d.Relay = pool, r
+	cfg := d.cfg
+	w := outbox.Writer{Schema: cfg.Outbox}
+	if d.Orders, err = NewOrders(pool, d.Counters, OrderConfig{Schema: cfg.Schema, Outbox: w, Rate: cfg.Rate, Logger: cfg.Logger}); err != nil {
+		return err
+	}
+	d.Consumer, err = NewConsumer(pool, d.Counters, ConsumerConfig{
+		Brokers: d.brokers,
+		Group:   cfg.Group,
+		Topics:  topicPattern(cfg.TopicTemplate),
+		Schema:  cfg.Schema,
+		Inbox:   inbox.Store{Schema: cfg.Outbox},
+		Logger:  cfg.Logger,
+	})
+	return err
+}
+
+// migrate brings outboxtop's tables and the demo's up to date and notes where
+// the outbox stood, so the summary counts only this run's events.
 func (d *Demo) migrate(ctx context.Context) error {
-	conn, err := d.Pool.Acquire(ctx)
+	pool, err := d.Connect(ctx, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("demo database: %w", err)
 	}
 	defer conn.Release()
-	if _, err := migrations.Apply(ctx, conn.Conn(), d.cfg.Relay.Schema, nil); err != nil {
+	if _, err := migrations.Apply(ctx, conn.Conn(), d.cfg.Outbox, nil); err != nil {
 		return err
 	}
-	return Migrate(ctx, d.Pool, d.cfg.Schema)
+	if err := conn.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM `+ident(d.cfg.Outbox)+`.outbox_event`).Scan(&d.startSeq); err != nil {
+		return fmt.Errorf("reading the outbox: %w", err)
+	}
+	return Migrate(ctx, pool, d.cfg.Schema)
 }
 
-// Run runs the order service, the relay and the consumer until ctx ends, and
-// returns the first error that stopped one of them early.
+// Run runs the order service and the consumer until ctx ends, and returns the
+// first error that stopped one of them early. The relay runs beside them, in
+// the lifecycle that opened it.
 func (d *Demo) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -211,7 +244,6 @@ func (d *Demo) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	start("relay", d.Relay.Run, ctx, nil)
 	start("consumer", d.Consumer.Run, ctx, nil)
 	start("order service", d.Orders.Run, ordersCtx, ordersDone)
 	wg.Wait()
@@ -246,17 +278,12 @@ func (d *Demo) ClusterDir() string {
 	return d.cluster.Dir()
 }
 
-// Close stops the Kafka client, the in-process brokers and the throwaway
-// cluster, and removes the cluster's directory. Call it after Run returned;
-// it is safe to call more than once.
+// Close stops the in-process brokers and the throwaway cluster, and removes the
+// cluster's directory; the pool and the relay given to Attach are their
+// opener's to close, first. Call it after Run returned; it is safe to call
+// more than once.
 func (d *Demo) Close() error {
 	d.closeOnce.Do(func() {
-		if d.client != nil {
-			d.client.Close()
-		}
-		if d.Pool != nil {
-			d.Pool.Close()
-		}
 		if d.fake != nil {
 			d.fake.Close()
 		}

@@ -20,24 +20,26 @@ func TestHeadlessRunWithFaults(t *testing.T) {
 	t.Parallel()
 	k := testenv.NewKafka(t)
 	k.CreateTopics(t, 3, "outbox.order", "outbox.payment")
+	rcfg := relay.Config{
+		TopicTemplate:  k.Prefix + "outbox.{aggregate_type}",
+		Lease:          2 * time.Second,
+		PublishTimeout: time.Second,
+		BackoffBase:    100 * time.Millisecond,
+		BackoffMax:     time.Second,
+		PollInterval:   100 * time.Millisecond,
+	}
 	d, err := demo.Start(context.Background(), demo.Config{
-		DSN:   testenv.DB(t),
-		Kafka: relay.KafkaConfig{Brokers: k.Brokers},
-		Relay: relay.Config{
-			TopicTemplate:  k.Prefix + "outbox.{aggregate_type}",
-			Lease:          2 * time.Second,
-			PublishTimeout: time.Second,
-			BackoffBase:    100 * time.Millisecond,
-			BackoffMax:     time.Second,
-			PollInterval:   100 * time.Millisecond,
-		},
-		Group: k.Prefix + "demo",
-		Rate:  300,
+		DSN:           testenv.DB(t),
+		Brokers:       k.Brokers,
+		TopicTemplate: rcfg.TopicTemplate,
+		Group:         k.Prefix + "demo",
+		Rate:          300,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
+	t.Cleanup(attach(t, d, rcfg))
 
 	var progress strings.Builder
 	s, err := d.RunHeadless(context.Background(), demo.HeadlessConfig{
@@ -115,6 +117,7 @@ func TestCancelledRunLeavesNothingBehind(t *testing.T) {
 	}
 	dir := d.ClusterDir()
 	pid := testenv.ServerPID(t, dir)
+	stopRelay := attach(t, d, relay.Config{})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -131,8 +134,42 @@ func TestCancelledRunLeavesNothingBehind(t *testing.T) {
 	if err := <-done; !errors.Is(err, demo.ErrInterrupted) {
 		t.Errorf("RunHeadless = %v, want ErrInterrupted", err)
 	}
+	stopRelay()
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
 	testenv.ClusterGone(t, dir, pid)
+}
+
+// attach opens a relay on the demo's environment, as the command's lifecycle
+// does, attaches it and runs it; the returned func stops the relay and
+// releases its client and pool.
+func attach(t *testing.T, d *demo.Demo, cfg relay.Config) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pool, err := d.Connect(ctx, int32(cfg.WithDefaults().InFlight)+demo.Conns+2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := relay.NewKafkaClient(d.RelayKafka(cfg.Kafka(relay.KafkaConfig{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := relay.New(pool, client, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Attach(pool, r); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("relay: %v", err)
+		}
+		client.Close()
+		pool.Close()
+	}
 }

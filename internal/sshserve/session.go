@@ -105,7 +105,7 @@ func (s *Server) handle(sess ssh.Session) {
 		opts.Actor = id.Actor()
 		opts.Context = ctx
 		if opts.Relay != nil && !opts.ReadOnly {
-			opts.Relay = AuditedRelay{Relay: opts.Relay, Inspector: opts.Inspector, Actor: opts.Actor, Context: ctx, Logger: log}
+			opts.Relay = console.AuditedRelay{Relay: opts.Relay, Inspector: opts.Inspector, Actor: opts.Actor, Context: ctx, Logger: log}
 		}
 		opts.Terminal = terminal
 		err = console.Run(opts)

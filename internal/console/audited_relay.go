@@ -1,10 +1,9 @@
-package sshserve
+package console
 
 import (
 	"context"
 	"log/slog"
 
-	"github.com/outboxtop/outboxtop/internal/console"
 	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
@@ -14,7 +13,7 @@ import (
 // the audit row cannot be written, nothing changes and the error is logged; the
 // console sees the relay's state unchanged.
 type AuditedRelay struct {
-	Relay     console.Relay
+	Relay     Relay
 	Inspector *inspect.Inspector
 	Actor     string
 	Context   context.Context
@@ -28,7 +27,7 @@ func (a AuditedRelay) Pause() { a.toggle(true) }
 func (a AuditedRelay) Resume() { a.toggle(false) }
 
 // Status is the relay's.
-func (a AuditedRelay) Status() console.RelayStatus { return a.Relay.Status() }
+func (a AuditedRelay) Status() RelayStatus { return a.Relay.Status() }
 
 func (a AuditedRelay) toggle(pause bool) {
 	ctx := a.Context
