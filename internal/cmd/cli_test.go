@@ -149,7 +149,7 @@ func TestRelayConsoleAndWatchAreCommands(t *testing.T) {
 		what, text  string
 		has, hasNot []string
 	}{
-		{"relay", relay, []string{"--batch-size", "--drain", "--metrics-addr", "--brokers", "--archive-after"}, []string{"--read-only", "--actor", "--no-relay", "--headless", "--fleet"}},
+		{"relay", relay, []string{"--batch-size", "--drain", "--metrics-addr", "--brokers", "--archive-after", "--fleet", "--outbox"}, []string{"--read-only", "--actor", "--no-relay", "--headless"}},
 		{"watch", watch, []string{"--read-only", "--actor", "--fleet", "--brokers", "--dsn"}, []string{"--batch-size", "--lease", "--drain", "--headless", "--no-relay", "--archive-after"}},
 		{"console", console, []string{"--read-only", "--batch-size", "--headless", "--no-relay"}, nil},
 	} {

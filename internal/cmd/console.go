@@ -20,7 +20,6 @@ type consoleFlags struct {
 	metrics  string
 	retain   retentionFlags
 	lag      lagFlags
-	fleet    string
 }
 
 func (c *consoleFlags) register(fs *pflag.FlagSet) {
@@ -28,8 +27,9 @@ func (c *consoleFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.noRelay, "no-relay", false, "console only: watch, do not relay")
 	fs.BoolVar(&c.readOnly, "read-only", false, "console: refuse every action")
 	fs.StringVar(&c.actor, "actor", "", "name recorded in the audit log for actions (default: OS user and SSH client)")
-	fs.StringVar(&c.fleet, "fleet", "", "console over every outbox of this fleet file (TOML; see docs/fleet.md); watch only, no relay")
+	c.db.wholeFleet = "console over every outbox of this fleet file, watch only"
 	c.registerRelay(fs)
+	keepOwn(fs, "fleet")
 }
 
 // registerRelay registers what the relay reads: `outboxtop relay`'s flags.
@@ -62,7 +62,7 @@ func runConsoleAs(ctx context.Context, name string, args []string, io IO) error 
 	if err := parse(fs, args, io); err != nil {
 		return err
 	}
-	if c.fleet != "" {
+	if c.db.fleetView() {
 		return runFleetConsole(ctx, fs, &c, io)
 	}
 	if err := c.retain.check(); err != nil {
@@ -130,7 +130,7 @@ func runWatch(ctx context.Context, args []string, io IO) error {
 		return usagef("watch runs no relay: --headless and --drain are the relay's (outboxtop relay)")
 	}
 	c.noRelay = true
-	if c.fleet != "" {
+	if c.db.fleetView() {
 		return runFleetConsole(ctx, fs, &c, io)
 	}
 	if err := refuseRelayFlagsWithoutRelay(fs, io); err != nil {

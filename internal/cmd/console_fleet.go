@@ -19,7 +19,7 @@ import (
 // fleetConsoleFlags are the console flags that apply with --fleet, besides
 // fleetKafkaFlags; any other set on the command line is refused (the fleet console embeds no relay, and
 // each outbox's connection comes from the fleet file).
-var fleetConsoleFlags = map[string]bool{"fleet": true, "read-only": true, "actor": true, "no-relay": true}
+var fleetConsoleFlags = map[string]bool{"fleet": true, "connect-timeout": true, "read-only": true, "actor": true, "no-relay": true}
 
 // runFleetConsole is `outboxtop --fleet FILE`: the fleet table, and each
 // outbox's console on enter, read-only when --read-only.
@@ -36,7 +36,7 @@ func runFleetConsole(ctx context.Context, fs *pflag.FlagSet, c *consoleFlags, io
 	if err := c.relay.resolveKafka(io); err != nil {
 		return err
 	}
-	f, err := fleet.Load(c.fleet, io.Getenv)
+	f, err := fleet.Load(c.db.fleet, io.Getenv)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -56,7 +56,7 @@ func runFleetConsole(ctx context.Context, fs *pflag.FlagSet, c *consoleFlags, io
 	defer func() { stop(); <-polled }()
 	return console.RunFleet(console.FleetOptions{
 		Source:  p,
-		Title:   filepath.Base(c.fleet),
+		Title:   filepath.Base(c.db.fleet),
 		Context: ctx,
 		Open:    openFleetOutbox(p, fleetLagDial(c.relay.kafka), c.readOnly, actor),
 	})

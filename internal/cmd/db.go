@@ -4,32 +4,101 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/outboxtop/outboxtop/internal/termtext"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
+	"github.com/outboxtop/outboxtop/internal/fleet"
 	"github.com/outboxtop/outboxtop/internal/inspect"
+	"github.com/outboxtop/outboxtop/internal/termtext"
 	"github.com/outboxtop/outboxtop/migrations"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
-// dbFlags are the connection settings every database command takes.
+// dbFlags are the connection settings every database command takes: its
+// target. The target is one outbox, given by --dsn and --schema, or by name
+// from a fleet file (--fleet FILE --outbox NAME), which then supplies both. A
+// command that shows a whole fleet (console, watch, serve, status) takes
+// --fleet alone as its fleet form; any other refuses it without --outbox.
 type dbFlags struct {
 	dsn            string
 	schema         string
 	connectTimeout time.Duration
+	fleet          string
+	outbox         string
+	// wholeFleet, set before register, is what --fleet alone does in this
+	// command; empty when the command works on one outbox only.
+	wholeFleet string
 }
 
 func (d *dbFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&d.dsn, "dsn", "", "PostgreSQL connection string (else DATABASE_URL, else libpq PG* variables)")
 	fs.StringVar(&d.schema, "schema", wire.DefaultSchema, "schema holding outboxtop's tables")
 	fs.DurationVar(&d.connectTimeout, "connect-timeout", 5*time.Second, "give up connecting to PostgreSQL after this long")
+	fleetUsage := "fleet file (TOML, docs/fleet.md) holding the outbox --outbox names"
+	if d.wholeFleet != "" {
+		fleetUsage = d.wholeFleet + "; with --outbox, that outbox alone"
+	}
+	fs.StringVar(&d.fleet, "fleet", "", fleetUsage)
+	fs.Var(outboxTarget{d, fs}, "outbox", "the outbox of --fleet to work on: its database and schema come from the fleet file")
 }
+
+// outboxTarget is --outbox. parse resolves it once every flag and variable is
+// read (afterParse): the fleet file's outbox becomes the command's database
+// and schema.
+type outboxTarget struct {
+	d  *dbFlags
+	fs *pflag.FlagSet
+}
+
+func (t outboxTarget) String() string     { return t.d.outbox }
+func (t outboxTarget) Set(v string) error { t.d.outbox = strings.TrimSpace(v); return nil }
+func (t outboxTarget) Type() string       { return "name" }
+
+func (t outboxTarget) afterParse(io IO) error {
+	d := t.d
+	switch {
+	case d.fleet == "" && d.outbox == "":
+		return nil
+	case d.fleet == "":
+		return usagef("--outbox names an outbox of a fleet file: give the file with --fleet")
+	}
+	if d.outbox == "" && d.wholeFleet != "" {
+		return nil // the command's fleet form loads the file
+	}
+	f, err := fleet.Load(d.fleet, io.Getenv)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	names := make([]string, len(f.Outboxes))
+	for i, o := range f.Outboxes {
+		names[i] = o.Name
+	}
+	if d.outbox == "" {
+		return usagef("--fleet: this command works on one outbox: name it with --outbox (%s)", strings.Join(names, ", "))
+	}
+	for _, name := range []string{"dsn", "schema"} {
+		if t.fs.Changed(name) {
+			return usagef("--%s and --outbox: the fleet file gives the outbox's database and schema", name)
+		}
+	}
+	for _, o := range f.Outboxes {
+		if o.Name == d.outbox {
+			d.dsn, d.schema = o.DSN(), o.Schema
+			return nil
+		}
+	}
+	return usagef("--outbox %q is not an outbox of %s (%s)", d.outbox, d.fleet, strings.Join(names, ", "))
+}
+
+// fleetView reports whether the command shows the whole fleet: --fleet
+// without --outbox.
+func (d *dbFlags) fleetView() bool { return d.fleet != "" && d.outbox == "" }
 
 // config resolves the DSN (flag or OUTBOXTOP_DSN, else DATABASE_URL, else PG*) into
 // a pgx config with a bounded connect timeout.

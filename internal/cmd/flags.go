@@ -44,6 +44,7 @@ var flagGroups = []struct {
 		"crit-blocked", "max-oldest", "max-failed", "warn-no-relay", "crit-no-relay", "warn-horizon", "crit-horizon",
 		"warn-lag", "crit-lag", "max-lag", "warn-lag-age", "crit-lag-age"}},
 	{"Logging and connection", []string{"log-format", "log-level", "connect-timeout"}},
+	{"Fleet target", []string{"fleet", "outbox"}},
 }
 
 // ownFlag marks a flag of a group that a command shows with its own flags:
@@ -195,6 +196,13 @@ func parse(fs *pflag.FlagSet, args []string, io IO) error {
 		}
 		if serr := fs.Set(f.Name, v); serr != nil {
 			err = usagef("invalid %s=%q: %v", EnvName(f.Name), v, serr)
+		}
+	})
+	// A value that depends on others (the fleet's outbox) is resolved once
+	// all of them are read.
+	fs.VisitAll(func(f *pflag.Flag) {
+		if a, ok := f.Value.(interface{ afterParse(IO) error }); ok && err == nil {
+			err = a.afterParse(io)
 		}
 	})
 	return err

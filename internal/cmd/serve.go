@@ -36,7 +36,6 @@ type serveFlags struct {
 	metrics        string
 	log            logFlags
 	lag            lagFlags
-	fleet          string
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
@@ -48,9 +47,10 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxPerKey, "max-sessions-per-key", 4, "sessions one key may hold open at once (0: no limit)")
 	fs.BoolVar(&f.noRelay, "no-relay", false, "do not embed a relay: the consoles only watch")
 	fs.BoolVar(&f.readOnly, "read-only", false, "every session is read-only, operators included")
-	fs.StringVar(&f.fleet, "fleet", "", "serve the fleet console over every outbox of this fleet file (no relay; [[operator]] tables limit operator keys to some outboxes)")
 	f.log.register(fs)
+	f.db.wholeFleet = "serve the fleet console of this fleet file (no relay; [[operator]] tables limit operator keys)"
 	f.db.register(fs)
+	keepOwn(fs, "fleet")
 	f.relay.register(fs)
 	f.retain.register(fs)
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this address (e.g. :9464); off when empty")
@@ -78,7 +78,7 @@ func runServe(ctx context.Context, args []string, io IO) error {
 	case f.maxPerKey < 0:
 		return usagef("--max-sessions-per-key must not be negative")
 	}
-	if f.fleet != "" {
+	if f.db.fleetView() {
 		return serveFleet(ctx, fs, &f, io)
 	}
 	if err := f.retain.check(); err != nil {

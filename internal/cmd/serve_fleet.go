@@ -20,7 +20,7 @@ import (
 )
 
 // serveFleetFlags are serve's flags that apply with --fleet, besides fleetKafkaFlags.
-var serveFleetFlags = map[string]bool{"fleet": true, "ssh-addr": true, "host-key": true, "authorized-keys": true, "operators": true,
+var serveFleetFlags = map[string]bool{"fleet": true, "connect-timeout": true, "ssh-addr": true, "host-key": true, "authorized-keys": true, "operators": true,
 	"idle-timeout": true, "max-sessions-per-key": true, "no-relay": true, "read-only": true, "log-format": true, "log-level": true}
 
 // serveFleet is `outboxtop serve --fleet FILE`: the fleet console over SSH.
@@ -40,7 +40,7 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 	if err != nil {
 		return err
 	}
-	file, err := fleet.Load(f.fleet, sio.Getenv)
+	file, err := fleet.Load(f.db.fleet, sio.Getenv)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -63,7 +63,7 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 		Console:            console.Options{ReadOnly: f.readOnly},
 		Fleet: &sshserve.Fleet{
 			Source: p,
-			Title:  filepath.Base(f.fleet),
+			Title:  filepath.Base(f.db.fleet),
 			Open:   pools.open,
 			MayAct: file.MayAct,
 		},
@@ -84,7 +84,7 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 		return fmt.Errorf("--ssh-addr: %w", err)
 	}
 	logger.Info("serving the fleet console over SSH", "addr", ln.Addr().String(), "host_key", srv.HostKeyFingerprint(),
-		"fleet", f.fleet, "outboxes", len(file.Outboxes), "read_only", f.readOnly)
+		"fleet", f.db.fleet, "outboxes", len(file.Outboxes), "read_only", f.readOnly)
 	ctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Run(ctx) })

@@ -76,8 +76,9 @@ func runStatus(ctx context.Context, args []string, io IO) error {
 
 func status(ctx context.Context, args []string, io IO) error {
 	fs := newFlagSet("status", io)
-	var db dbFlags
+	db := dbFlags{wholeFleet: "check every outbox of this fleet file: one line each, the worst level wins"}
 	db.register(fs)
+	keepOwn(fs, "fleet")
 	asJSON := fs.Bool("json", false, "print the snapshot as JSON (fields in docs/triage.md)")
 	warnOldest := fs.Duration("warn-oldest", time.Minute, "WARNING when the oldest publishable event has waited longer than this (0: no check)")
 	critOldest := fs.Duration("crit-oldest", 5*time.Minute, "CRITICAL when the oldest publishable event has waited longer than this (0: no check)")
@@ -91,7 +92,6 @@ func status(ctx context.Context, args []string, io IO) error {
 	critNoRelay := fs.Duration("crit-no-relay", 0, "CRITICAL when no relay has been seen for longer than this, or none ever (0, the default: no check)")
 	warnHorizon := fs.Duration("warn-horizon", inspect.HorizonWarnAfter, "WARNING when a transaction has held back the database's xmin horizon (vacuum of every table) for longer than this (0: no check)")
 	critHorizon := fs.Duration("crit-horizon", inspect.HorizonCritAfter, "CRITICAL when a transaction has held back the xmin horizon for longer than this (0: no check)")
-	fleetFile := fs.String("fleet", "", "check every outbox of this fleet file (TOML; see docs/fleet.md): one line each, the worst level wins")
 	var kafka relayFlags
 	kafka.registerKafka(fs)
 	var lag lagFlags
@@ -124,7 +124,7 @@ func status(ctx context.Context, args []string, io IO) error {
 	if err := lt.validate(); err != nil {
 		return err
 	}
-	if *fleetFile != "" {
+	if db.fleetView() {
 		for _, name := range []string{"dsn", "schema", "brokers", "groups", "exclude-groups", "lag-topics"} {
 			if fs.Changed(name) && io.Getenv(EnvName(name)) == "" {
 				return usagef("--%s and --fleet: the fleet file names each outbox's database, schema, brokers and consumer groups", name)
@@ -137,7 +137,7 @@ func status(ctx context.Context, args []string, io IO) error {
 		if err := kafka.resolveKafka(io); err != nil {
 			return err
 		}
-		return statusFleet(ctx, *fleetFile, th, fleetLagDial(kafka.kafka), *asJSON, io)
+		return statusFleet(ctx, db.fleet, th, fleetLagDial(kafka.kafka), *asJSON, io)
 	}
 	if err := kafka.resolveKafka(io); err != nil {
 		return err
