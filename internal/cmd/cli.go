@@ -43,6 +43,9 @@ type IO struct {
 	Out, Err io.Writer
 	// Getenv reads the environment; os.Getenv unless a test replaces it.
 	Getenv func(string) string
+	// flags, when set, collects the flag sets a command builds (the flags
+	// reference).
+	flags *flagSets
 }
 
 // usageError is bad input from the user: printed with the command's usage hint and
@@ -80,7 +83,7 @@ func commands() []command {
 		{"serve", "serve the console over SSH", runServe},
 		{"grants", "print the least-privilege GRANTs for a relay, console or operator role", runGrants},
 		{"version", "print the version", runVersion},
-		{"help", "show this help", nil},
+		{"help", "show this help; 'help flags': every command's flags, as Markdown", nil},
 	}
 }
 
@@ -98,7 +101,15 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	case "":
 		run = runConsole
 	case "help":
-		printUsage(stdio.Out)
+		switch {
+		case len(rest) == 0:
+			printUsage(stdio.Out)
+		case len(rest) == 1 && rest[0] == "flags":
+			writeFlagReference(stdio.Out)
+		default:
+			fmt.Fprintf(stdio.Err, "outboxtop: help takes nothing or 'flags', not %q\n", strings.Join(rest, " "))
+			return ExitUsage
+		}
 		return ExitOK
 	default:
 		for _, c := range commands() {

@@ -10,6 +10,7 @@ import (
 
 func newFlagSet(name string, io IO) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	io.flags.add(fs)
 	fs.SetOutput(io.Err)
 	fs.SortFlags = false
 	usage := "outboxtop [flags]"
