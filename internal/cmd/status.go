@@ -92,6 +92,9 @@ func status(ctx context.Context, args []string, io IO) error {
 	critNoRelay := fs.Duration("crit-no-relay", 0, "CRITICAL when no relay has been seen for longer than this, or none ever (0, the default: no check)")
 	warnHorizon := fs.Duration("warn-horizon", inspect.HorizonWarnAfter, "WARNING when a transaction has held back the database's xmin horizon (vacuum of every table) for longer than this (0: no check)")
 	critHorizon := fs.Duration("crit-horizon", inspect.HorizonCritAfter, "CRITICAL when a transaction has held back the xmin horizon for longer than this (0: no check)")
+	// The older names of --crit-failed and --crit-lag still work (monitoring
+	// configurations use them); --help lists only the current ones.
+	_ = fs.MarkHidden("max-failed")
 	var kafka relayFlags
 	kafka.registerKafka(fs)
 	var lag lagFlags

@@ -22,6 +22,7 @@ type lagThresholds struct {
 }
 
 func (f *lagFlags) thresholds(fs *pflag.FlagSet) lagThresholds {
+	defer func() { _ = fs.MarkHidden("max-lag") }() // --crit-lag's older name: it works, --help lists --crit-lag
 	return lagThresholds{
 		warnLag: fs.Int64("warn-lag", -1, "WARNING when a consumer group is more than this many records behind on the outbox's topics (-1: no check)"),
 		critLag: fs.Int64("crit-lag", -1, "CRITICAL when a consumer group is more than this many records behind on the outbox's topics (-1: no check)"),
