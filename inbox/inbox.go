@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -64,12 +65,7 @@ func Prune(ctx context.Context, db PruneDB, consumer string, olderThan time.Dura
 	return defaultStore.Prune(ctx, db, consumer, olderThan)
 }
 
-func (s Store) schema() string {
-	if s.Schema == "" {
-		return wire.DefaultSchema
-	}
-	return s.Schema
-}
+func (s Store) schema() string { return cmp.Or(s.Schema, wire.DefaultSchema) }
 
 // statements are the package's SQL (sql/*.sql), one file a statement.
 //

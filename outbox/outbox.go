@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -76,12 +77,7 @@ func AddMany(ctx context.Context, db DB, evs []Event) ([]uuid.UUID, error) {
 
 func (w Writer) table() pgx.Identifier { return pgx.Identifier{w.schema(), "outbox_event"} }
 
-func (w Writer) schema() string {
-	if w.Schema == "" {
-		return wire.DefaultSchema
-	}
-	return w.Schema
-}
+func (w Writer) schema() string { return cmp.Or(w.Schema, wire.DefaultSchema) }
 
 // statements are the package's SQL (sql/*.sql), one file a statement.
 //

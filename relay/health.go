@@ -39,7 +39,7 @@ func NewHealthCollector(pool *pgxpool.Pool, schema string) *HealthCollector {
 		pool:        pool,
 		schema:      schema,
 		cache:       throttle.Read[health]{Min: 15 * time.Second, Timeout: 5 * time.Second},
-		tuplesQuery: newStatements(schema).tableTuples,
+		tuplesQuery: relaySQL.For(schema).SQL("table_tuples"),
 		dead:        prometheus.NewDesc("outboxtop_table_dead_tuples", "Dead tuples in outbox_event (pg_stat_user_tables.n_dead_tup).", nil, nil),
 		live:        prometheus.NewDesc("outboxtop_table_live_tuples", "Live tuples in outbox_event (pg_stat_user_tables.n_live_tup).", nil, nil),
 	}

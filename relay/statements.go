@@ -28,14 +28,14 @@ type statements struct {
 	sweepUnordered string
 	rescue         string
 	heartbeat      string
-	// waitingForTopics is not the relay's: WaitingForMissingTopics reads it.
-	waitingForTopics string
-	// tableTuples is the health collector's.
-	tableTuples string
 }
 
+// relaySQL are the statement files parsed once for each schema; besides the
+// relay's own, WaitingForMissingTopics and the health collector read one each.
+var relaySQL = pgsql.PerSchema{FS: sqlFiles, Pattern: "sql/*.sql"}
+
 func newStatements(schema string) statements {
-	load := func(name string) string { return pgsql.Load(sqlFiles, "sql/"+name+".sql", schema) }
+	load := relaySQL.For(schema).SQL
 	return statements{
 		claimTimeouts:  load("claim_timeouts"),
 		claimOrdered:   load("claim_ordered"),
@@ -52,8 +52,5 @@ func newStatements(schema string) statements {
 		sweepUnordered: load("sweep_unordered"),
 		rescue:         load("rescue"),
 		heartbeat:      load("heartbeat"),
-
-		waitingForTopics: load("waiting_for_topics"),
-		tableTuples:      load("table_tuples"),
 	}
 }

@@ -45,7 +45,7 @@ func WaitingForMissingTopics(ctx context.Context, q Querier, schema string) ([]T
 	if err := wire.ValidateSchema(schema); err != nil {
 		return nil, err
 	}
-	rows, err := q.Query(ctx, newStatements(schema).waitingForTopics, pgx.StrictNamedArgs{
+	rows, err := q.Query(ctx, relaySQL.For(schema).SQL("waiting_for_topics"), pgx.StrictNamedArgs{
 		"prefix": MissingTopicError, "window": WaitWindow, "topics": MaxTopicWaits})
 	if err != nil {
 		return nil, fmt.Errorf("reading events waiting for missing topics: %w", err)
