@@ -37,7 +37,7 @@ func TestEachFunctionHasOneFile(t *testing.T) {
 		if len(defined) != 1 || defined[0] != name {
 			t.Errorf("functions/%s.sql defines %v, want exactly %s", name, defined, name)
 		}
-		sql, err := pgsql.Execute(name, string(body), pgsql.Data("public", map[string]any{"channel": "'outboxtop_public'"}))
+		sql, err := pgsql.Execute(name, string(body), migrations.TemplateData("public"))
 		if err != nil {
 			t.Fatalf("functions/%s.sql: %v", name, err)
 		}

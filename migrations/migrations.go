@@ -154,6 +154,10 @@ type Options struct {
 	// OnWait, when not nil, is told once, after a second of waiting, who holds
 	// the lock (see LockHolder).
 	OnWait func(holder string)
+	// CommitOrder is the mode to put outbox_event in (OrderKeep: leave it).
+	CommitOrder CommitOrder
+	// OnOrder, when not nil, is told the mode outbox_event is in afterwards.
+	OnOrder func(CommitOrder)
 }
 
 // ErrLockWait: the migration lock stayed held for Options.LockWait.
@@ -179,6 +183,11 @@ func MigrateWith(ctx context.Context, conn *pgx.Conn, schema string, opts Option
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lock)
 	}()
 
+	var existed bool
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
+		pgx.Identifier{schema, "outbox_event"}.Sanitize()).Scan(&existed); err != nil {
+		return 0, 0, fmt.Errorf("looking for outbox_event: %w", err)
+	}
 	ident := pgx.Identifier{schema}.Sanitize()
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
 		return 0, 0, fmt.Errorf("creating schema %s: %w", schema, err)
@@ -221,6 +230,13 @@ func MigrateWith(ctx context.Context, conn *pgx.Conn, schema string, opts Option
 	if err := applyFunctions(ctx, conn, m.Data); err != nil {
 		return 0, 0, err
 	}
+	mode, err := setCommitOrder(ctx, conn, schema, opts.CommitOrder, !existed)
+	if err != nil {
+		return 0, 0, err
+	}
+	if opts.OnOrder != nil {
+		opts.OnOrder(mode)
+	}
 	return from, to, nil
 }
 
@@ -234,7 +250,7 @@ const pinPath = "SET search_path = pg_catalog, pg_temp;\n"
 
 // templateData is what the SQL files' templates see.
 func templateData(schema string) map[string]any {
-	return pgsql.Data(schema, map[string]any{"channel": quoteLiteral(wire.Channel(schema))})
+	return pgsql.Data(schema, map[string]any{"channel": quoteLiteral(wire.Channel(schema))}, orderTemplateData(schema))
 }
 
 // FunctionNames lists the function files' names (without .sql), in the order

@@ -213,12 +213,21 @@ func TestEveryVersionUpgradesToTheFreshSchema(t *testing.T) {
 			if n > 0 {
 				migrateHistory(t, conn, fsys, schema, n)
 			}
-			from, _, err := migrations.Migrate(ctx, conn, schema, nil)
+			var mode migrations.CommitOrder
+			from, _, err := migrations.MigrateWith(ctx, conn, schema, migrations.Options{OnOrder: func(o migrations.CommitOrder) { mode = o }})
 			if err != nil {
 				t.Fatalf("migrating from %d: %v", n, err)
 			}
 			if int(from) != n {
 				t.Fatalf("migrate found version %d, want %d", from, n)
+			}
+			// A table that existed only detects the commit order until told
+			// to enforce it (its writers could newly wait or deadlock).
+			if want := map[bool]migrations.CommitOrder{true: migrations.OrderEnforce, false: migrations.OrderDetect}[n == 0]; mode != want {
+				t.Fatalf("upgraded from %d, the commit order is %s, want %s", n, mode, want)
+			}
+			if _, _, err := migrations.MigrateWith(ctx, conn, schema, migrations.Options{CommitOrder: migrations.OrderEnforce}); err != nil {
+				t.Fatal(err)
 			}
 			if d := diffStates(want, schemaState(t, conn, schema)); d != "" {
 				t.Errorf("upgraded from %d, the schema differs from a fresh one (- fresh, + upgraded):\n%s", n, d)

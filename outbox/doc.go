@@ -8,8 +8,9 @@
 //
 //	func confirmOrder(ctx context.Context, pool *pgxpool.Pool, orderID string) error {
 //		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-//			// Locking the order row serialises writers of this aggregate, so
-//			// its events' insertion order (seq) is their commit order.
+//			// The row lock makes concurrent confirmations of one order wait
+//			// for each other; the event's place in the order is the
+//			// database's (see Order below).
 //			tag, err := tx.Exec(ctx,
 //				`UPDATE orders SET status = 'confirmed' WHERE id = $1 AND status = 'placed'`, orderID)
 //			if err != nil {
@@ -42,6 +43,33 @@
 // it (package inbox).
 // Delivery is at least once: a consumer may see an event twice, never zero
 // times once its transaction committed.
+//
+// # Order
+//
+// The relay publishes each aggregate's events in seq order. Where the commit
+// order is enforced (outboxtop migrate --commit-order enforce, the default
+// for a table migrate creates), the database makes seq order commit order for
+// every writer: a trigger takes the aggregate's lock before it takes seq, so
+// an event inserted while another open transaction has inserted one of the
+// same aggregate waits for that transaction to end. No application lock is
+// needed, and this holds for any client, COPY and multi-row INSERT. What it
+// costs: writers of one aggregate wait for each other from their insert to
+// their commit (insert events late in the transaction), and two transactions
+// that insert events of the same two aggregates in opposite orders can
+// deadlock: PostgreSQL ends one with SQLSTATE 40P01 and the other commits.
+// AddMany takes a batch's locks in one canonical order first, so two batches
+// never deadlock; a transaction that calls Add for several aggregates should
+// use one AddMany instead, or call the schema's outbox_lock_aggregates
+// (types text[], ids text[]) first, as a writer in another language would.
+// A transaction of more than wire.OrderLockRows events takes the whole
+// table's order lock instead, and waits for every open writer.
+//
+// Where the order is only detected (the default for a table that existed
+// before), nothing waits: an event inserted while another open transaction
+// had inserted one of its aggregate is marked unserialized, and the console,
+// status and the metrics count those aggregates, because their seq order may
+// not be their commit order. Writers that lock the aggregate (the order row
+// above) before inserting never mark one.
 //
 // Use a Writer to write to a schema other than public:
 //

@@ -112,6 +112,13 @@ func (w Writer) Add(ctx context.Context, db DB, ev Event) (uuid.UUID, error) {
 // COPY, returning their event ids in order. If any event is invalid, none is
 // written and the error names its index. The insert trigger fires once for the
 // whole batch, so the relay is woken once.
+//
+// Where the commit order is enforced, a batch of several aggregates (or of
+// more than wire.OrderLockRows events) first takes its order locks in the
+// canonical order (one statement more), so two transactions writing the same
+// aggregates in different orders wait for each other instead of deadlocking.
+// Pass the transaction: through a pool, the locks and the COPY would be two
+// transactions.
 func (w Writer) AddMany(ctx context.Context, db DB, evs []Event) ([]uuid.UUID, error) {
 	switch len(evs) {
 	case 0:
@@ -136,6 +143,9 @@ func (w Writer) AddMany(ctx context.Context, db DB, evs []Event) ([]uuid.UUID, e
 		if !ev.AvailableAt.IsZero() {
 			delayed = true
 		}
+	}
+	if err := w.lockAggregates(ctx, db, evs); err != nil {
+		return nil, err
 	}
 	columns := []string{"event_id", "aggregate_type", "aggregate_id", "event_type", "payload", "topic", "headers"}
 	if delayed {
@@ -162,6 +172,31 @@ func (w Writer) AddMany(ctx context.Context, db DB, evs []Event) ([]uuid.UUID, e
 		return nil, fmt.Errorf("copying events into outbox: %d of %d rows written", n, len(evs))
 	}
 	return ids, nil
+}
+
+// lockAggregates takes the order locks of evs in the canonical order when
+// the batch could otherwise take them in an order another writer reverses,
+// or upgrade the table's lock half-way (the schema's outbox_lock_aggregates
+// does nothing unless the order is enforced).
+func (w Writer) lockAggregates(ctx context.Context, db DB, evs []Event) error {
+	several := false
+	for _, ev := range evs[1:] {
+		if ev.AggregateType != evs[0].AggregateType || ev.AggregateID != evs[0].AggregateID {
+			several = true
+			break
+		}
+	}
+	if !several && len(evs) <= wire.OrderLockRows {
+		return nil
+	}
+	types, ids := make([]string, len(evs)), make([]string, len(evs))
+	for i, ev := range evs {
+		types[i], ids[i] = ev.AggregateType, ev.AggregateID
+	}
+	if _, err := db.Exec(ctx, w.sql("lock_aggregates"), types, ids); err != nil {
+		return fmt.Errorf("taking the order locks of %d events: %w", len(evs), err)
+	}
+	return nil
 }
 
 // row is an Event made ready for the database.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
+	"github.com/outboxtop/outboxtop/migrations"
 )
 
 // Renew (every tick, from the renew loop) and the shutdown release run while the
@@ -96,6 +97,9 @@ func TestRenewAndReleaseNeverWaitForRowLocks(t *testing.T) {
 func TestActionsAndUnblockLockInSeqOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	// The rows are given their seq (OVERRIDING SYSTEM VALUE), which an
+	// enforced commit order would replace with its own.
+	testenv.CommitOrder(t, b.pool, migrations.OrderOff)
 	ctx := context.Background()
 	r := b.relay(t, b.config())
 	ins := b.inspector(t)

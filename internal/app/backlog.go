@@ -23,6 +23,12 @@ import (
 //	                                      (publishable beside an exact ready)
 //	outboxtop_blocked_aggregates          as the Overview's blocked count
 //	outboxtop_blocked_aggregates_lower_bound
+//	outboxtop_commit_order{mode}          1 for the table's mode (enforce,
+//	                                      detect, off), 0 for the others
+//	outboxtop_unserialized_aggregates     aggregates whose seq order may not
+//	                                      be their commit order (an estimate,
+//	                                      an upper bound: inspect.Order)
+//	outboxtop_unserialized_aggregates_lower_bound
 //	outboxtop_oldest_pending_age_seconds  inspect.Snapshot.OldestPendingAge
 //	outboxtop_oldest_ready_age_seconds    the lag: OldestPublishableAge
 //	outboxtop_oldest_publishable_age_seconds  the same lag under the name the
@@ -42,6 +48,7 @@ type backlogCollector struct {
 	cache throttle.Read[inspect.Backlog]
 
 	events, lower, upper, blocked, blockedLower     *prometheus.Desc
+	order, unserialized, unserializedLower          *prometheus.Desc
 	oldestPend, oldestRdy, oldestPub, up, estimated *prometheus.Desc
 }
 
@@ -61,10 +68,15 @@ func newBacklogCollector(in *inspect.Inspector) *backlogCollector {
 		blocked: prometheus.NewDesc("outboxtop_blocked_aggregates",
 			"Aggregates whose oldest unpublished event is failed or scheduled, so their later events wait: exact, or the blocked aggregates found (outboxtop_blocked_aggregates_lower_bound).", nil, nil),
 		blockedLower: prometheus.NewDesc("outboxtop_blocked_aggregates_lower_bound", "1 when outboxtop_blocked_aggregates is a lower bound: the blocked aggregates found.", nil, nil),
-		oldestPend:   prometheus.NewDesc("outboxtop_oldest_pending_age_seconds", "Age of the oldest pending (ready or scheduled) event, from its created_at.", nil, nil),
-		oldestRdy:    prometheus.NewDesc("outboxtop_oldest_ready_age_seconds", "How long the oldest publishable event has been claimable (now - max(created_at, available_at)): the relay's lag. Ready events waiting behind a failed or scheduled head of their aggregate are left out.", nil, nil),
-		oldestPub:    prometheus.NewDesc("outboxtop_oldest_publishable_age_seconds", "The relay's lag, as outboxtop_oldest_ready_age_seconds: how long the oldest publishable event (not waiting behind a failed or scheduled head of its aggregate) has been claimable.", nil, nil),
-		up:           prometheus.NewDesc("outboxtop_backlog_up", "1 when the last backlog read succeeded.", nil, nil),
+		order: prometheus.NewDesc("outboxtop_commit_order",
+			"1 for the commit-order mode of outbox_event (enforce: seq order is commit order per aggregate; detect: unserialized writers are counted; off), 0 for the others.", []string{"mode"}, nil),
+		unserialized: prometheus.NewDesc("outboxtop_unserialized_aggregates",
+			"Aggregates with events inserted by transactions that did not wait for each other, still in outbox_event: their seq order (the published order) may not be their commit order. An estimate: every aggregate committed out of seq order is counted, and some counted may be in order.", nil, nil),
+		unserializedLower: prometheus.NewDesc("outboxtop_unserialized_aggregates_lower_bound", "1 when outboxtop_unserialized_aggregates is a lower bound: the aggregates found among the first marked rows read.", nil, nil),
+		oldestPend:        prometheus.NewDesc("outboxtop_oldest_pending_age_seconds", "Age of the oldest pending (ready or scheduled) event, from its created_at.", nil, nil),
+		oldestRdy:         prometheus.NewDesc("outboxtop_oldest_ready_age_seconds", "How long the oldest publishable event has been claimable (now - max(created_at, available_at)): the relay's lag. Ready events waiting behind a failed or scheduled head of their aggregate are left out.", nil, nil),
+		oldestPub:         prometheus.NewDesc("outboxtop_oldest_publishable_age_seconds", "The relay's lag, as outboxtop_oldest_ready_age_seconds: how long the oldest publishable event (not waiting behind a failed or scheduled head of its aggregate) has been claimable.", nil, nil),
+		up:                prometheus.NewDesc("outboxtop_backlog_up", "1 when the last backlog read succeeded.", nil, nil),
 		estimated: prometheus.NewDesc("outboxtop_backlog_estimated",
 			"1 when any of outboxtop_backlog_events or outboxtop_blocked_aggregates is not exact but a bound (see outboxtop_backlog_lower_bound).", nil, nil),
 	}
@@ -72,7 +84,7 @@ func newBacklogCollector(in *inspect.Inspector) *backlogCollector {
 
 // Describe implements prometheus.Collector.
 func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.events, c.lower, c.upper, c.blocked, c.blockedLower, c.oldestPend, c.oldestRdy, c.oldestPub, c.up, c.estimated} {
+	for _, d := range []*prometheus.Desc{c.events, c.lower, c.upper, c.blocked, c.blockedLower, c.order, c.unserialized, c.unserializedLower, c.oldestPend, c.oldestRdy, c.oldestPub, c.up, c.estimated} {
 		ch <- d
 	}
 }
@@ -111,6 +123,11 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.blocked, float64(b.Blocked.Count))
 	gauge(c.blockedLower, flag(b.Blocked.Bound == inspect.LowerBound))
+	for _, m := range []string{"enforce", "detect", "off"} {
+		gauge(c.order, flag(b.Order.Mode == m), m)
+	}
+	gauge(c.unserialized, float64(b.Order.Unserialized))
+	gauge(c.unserializedLower, flag(b.Order.Bound == inspect.LowerBound))
 	gauge(c.oldestPend, b.OldestPendingAge.Duration().Seconds())
 	gauge(c.oldestRdy, b.OldestPublishableAge.Duration().Seconds())
 	gauge(c.oldestPub, b.OldestPublishableAge.Duration().Seconds())

@@ -19,11 +19,21 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 		"migrate even though roles other than the schema's owner may create objects in it (warns instead of refusing)")
 	lockWait := fs.Duration("lock-wait", time.Minute,
 		"how long to wait for the migration lock another session holds (another migrate, or any role: every role may take it); 0: no bound")
+	commitOrder := fs.String("commit-order", "",
+		"enforce, detect or off: how each aggregate's seq order is kept its commit order (default: keep; a new table enforces)")
 	if err := parse(fs, args, io); err != nil {
 		return err
 	}
 	if *lockWait < 0 {
 		return exitError{code: ExitUsage, msg: "--lock-wait must not be negative"}
+	}
+	var order migrations.CommitOrder
+	if *commitOrder != "" {
+		o, err := migrations.ParseCommitOrder(*commitOrder)
+		if err != nil {
+			return exitError{code: ExitUsage, msg: fmt.Sprintf("--commit-order %q: want enforce, detect or off", *commitOrder)}
+		}
+		order = o
 	}
 	conn, err := db.connect(ctx, io)
 	if err != nil {
@@ -37,8 +47,12 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 		return err
 	}
 	from, to, err := migrations.MigrateWith(ctx, conn, db.schema, migrations.Options{
-		OnStart:  func(version int32, name string) { fmt.Fprintf(io.Out, "applying %s\n", name) },
-		LockWait: *lockWait,
+		OnStart:     func(version int32, name string) { fmt.Fprintf(io.Out, "applying %s\n", name) },
+		LockWait:    *lockWait,
+		CommitOrder: order,
+		OnOrder: func(o migrations.CommitOrder) {
+			fmt.Fprintf(io.Out, "commit order: %s (%s)\n", o, orderMeaning[o])
+		},
 		OnWait: func(holder string) {
 			fmt.Fprintf(io.Err, "outboxtop: waiting for the migration lock of schema %s, held by %s (--lock-wait %v)\n",
 				db.schema, holder, *lockWait)
@@ -65,6 +79,13 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 		fmt.Fprintf(io.Out, "schema %s migrated from version %d to %d\n", db.schema, from, to)
 	}
 	return nil
+}
+
+// orderMeaning says in a few words what each commit-order mode means.
+var orderMeaning = map[migrations.CommitOrder]string{
+	migrations.OrderEnforce: "seq order is commit order for every aggregate; writers of one aggregate wait for each other",
+	migrations.OrderDetect:  "writers do not wait; events of aggregates whose writers did not serialize are counted",
+	migrations.OrderOff:     "seq is insertion order and nothing checks it",
 }
 
 // checkSchemaCreators refuses (or, with allow, warns about) a schema in which

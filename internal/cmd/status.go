@@ -292,6 +292,7 @@ func statusSummary(check statusCheck, s inspect.Snapshot, publishable inspect.Ag
 	count("leased", c.Leased, c.Bounds.Leased, "")
 	count("failed", c.Failed, c.Bounds.Failed, "failed")
 	count("blocked", s.Blocked.Count, s.Blocked.Bound, "blocked")
+	count("unserialized", s.Order.Unserialized, s.Order.Bound, "")
 	for _, m := range marks {
 		fmt.Fprintf(&b, " %s=1;;;0;1", m)
 	}
@@ -399,6 +400,7 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 			fmt.Fprintln(w)
 		}
 	}
+	printOrder(w, s.Order)
 	printRelays(w, s)
 	for _, con := range s.Inbox {
 		fmt.Fprintf(w, "inbox %s: %s consumed, %d in the last 5m\n", short(termtext.Sanitize(con.Name), 40), con.Total, con.Last5m)
@@ -412,6 +414,30 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 		fmt.Fprintln(w)
 	}
 	printHorizon(w, s.Health.Horizon, heldAfter)
+}
+
+// printOrder is status's commit-order line and, when there are any, the
+// aggregates whose seq order may not be their commit order.
+func printOrder(w io.Writer, o inspect.Order) {
+	switch {
+	case o.Unserialized > 0:
+		fmt.Fprintf(w, "commit order %s: %s aggregates written unserialized, their seq order may not be their commit order (an estimate: at most these, most marked first):\n",
+			o.Mode, o.Bound.Format(o.Unserialized))
+		for k, a := range o.Aggregates {
+			if k == 5 {
+				fmt.Fprintf(w, "  … (%s more)\n", o.Bound.Format(o.Unserialized-5))
+				break
+			}
+			fmt.Fprintf(w, "  %s/%s: %d events, the last at %s\n", short(termtext.Sanitize(a.AggregateType), 30),
+				short(termtext.Sanitize(a.AggregateID), 40), a.Events, a.LastAt.Format(time.RFC3339))
+		}
+	case o.Mode == "enforce":
+		fmt.Fprintln(w, "commit order enforced: seq order is commit order for every aggregate")
+	case o.Mode == "detect":
+		fmt.Fprintln(w, "commit order detected: no aggregate written unserialized")
+	default:
+		fmt.Fprintln(w, "commit order off: seq is insertion order, unchecked (outboxtop migrate --commit-order)")
+	}
 }
 
 // approx is a count as status prints it: "~" in front when it is an estimate.

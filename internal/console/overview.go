@@ -33,14 +33,17 @@ type overviewVM struct {
 	sample            trendSample
 	blockedCount      int64
 	blockedBound      inspect.Bound
-	blocked           []blockedVM
-	failedByError     []inspect.Group
-	inbox             []inspect.Consumer
-	tables            []inspect.TableHealth
-	xmin              *inspect.XminHolder
-	horizon           *horizonVM // the xmin horizon held (nil: not held)
-	relay             *RelayStatus
-	relays            relaysVM
+	// order is the commit-order mode and its unserialized aggregates (the
+	// list is status's).
+	order         inspect.Order
+	blocked       []blockedVM
+	failedByError []inspect.Group
+	inbox         []inspect.Consumer
+	tables        []inspect.TableHealth
+	xmin          *inspect.XminHolder
+	horizon       *horizonVM // the xmin horizon held (nil: not held)
+	relay         *RelayStatus
+	relays        relaysVM
 	// missingTopics: what the rows say of topics that do not exist (sanitized).
 	missingTopics []MissingTopic
 	extras        []string
@@ -75,6 +78,7 @@ func newOverviewVM(s inspect.Snapshot, relay Relay, extras []Extra) overviewVM {
 		failedGroupsOf:    s.FailedGroupsOf,
 		sample:            sampleOf(s),
 		blockedBound:      s.Blocked.Bound,
+		order:             inspect.Order{Mode: s.Order.Mode, Unserialized: s.Order.Unserialized, Bound: s.Order.Bound},
 		relays:            newRelaysVM(s),
 	}
 	for _, b := range s.Blocked.Aggregates {
@@ -268,6 +272,12 @@ func (m *Model) viewOverview(w, h int) string {
 	}
 	for _, e := range vm.extras {
 		right = append(right, st.warn.Render(e))
+	}
+	// Shown only when there are any: aggregates whose seq order, the order
+	// they are published in, may not be their commit order.
+	if o := vm.order; o.Unserialized > 0 {
+		right = append(right, st.warn.Render(fmt.Sprintf("order: %s aggregates unserialized (estimate; status lists them)",
+			o.Bound.Format(o.Unserialized))))
 	}
 	// Every relay process the outbox knows of (heartbeats, lease holders), then
 	// as many of them as fit beside the OUTBOX column: the list never pushes the

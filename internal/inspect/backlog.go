@@ -27,6 +27,8 @@ type Backlog struct {
 	NextScheduledAt         *time.Time `json:"next_scheduled_at"`
 	// Blocked is the Snapshot's count and bound; Aggregates is nil (not listed).
 	Blocked Blocked `json:"blocked"`
+	// Order is the Snapshot's mode, count and bound; Aggregates is nil.
+	Order Order `json:"commit_order"`
 }
 
 // Exact: every count of b (Counts' by state, Waiting, Publishable, Failed,
@@ -50,5 +52,6 @@ func (i *Inspector) Backlog(ctx context.Context) (Backlog, error) {
 		OldestPublishableAge: s.OldestPublishableAge, OldestPublishableApprox: s.OldestPublishableApprox,
 		NextScheduledAt: s.NextScheduledAt,
 		Blocked:         Blocked{Count: s.Blocked.Count, Bound: s.Blocked.Bound, Estimate: s.Blocked.Estimate},
+		Order:           s.Order,
 	}, nil
 }

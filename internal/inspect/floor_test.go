@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxtop/outboxtop/internal/inspect"
+	"github.com/outboxtop/outboxtop/internal/testenv"
+	"github.com/outboxtop/outboxtop/migrations"
 )
 
 // TestSnapshotFromItsFloorFollowsTheTable is the property for a long-lived
@@ -35,6 +37,7 @@ func TestSnapshotFromItsFloorFollowsTheTable(t *testing.T) {
 	t.Logf("seed %d (OUTBOXTOP_PROPERTY_SEED)", seed)
 	r := rand.New(rand.NewSource(seed))
 	b := setup(t)
+	testenv.CommitOrder(t, b.pool, migrations.OrderOff) // its late rows commit below others of their aggregate
 	ctx := b.ctx
 	exec := func(q string, args ...any) {
 		t.Helper()
@@ -141,6 +144,7 @@ func TestSnapshotFromItsFloorFollowsTheTable(t *testing.T) {
 func TestSnapshotHeadBelowARememberedHead(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	testenv.CommitOrder(t, b.pool, migrations.OrderOff) // X commits below H
 	ctx := b.ctx
 	check := func(what string) inspect.Snapshot { return checkAgainstTruth(t, b, what) }
 	const row = `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, failed_at)

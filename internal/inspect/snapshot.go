@@ -59,8 +59,11 @@ type Snapshot struct {
 	// ByEventType breaks the unpublished counts down by event_type, most first.
 	ByEventType []TypeCounts `json:"by_event_type"`
 	Blocked     Blocked      `json:"blocked"`
-	Inbox       []Consumer   `json:"inbox"`
-	Health      Health       `json:"health"`
+	// Order is the commit-order mode and the aggregates whose seq order may
+	// not be their commit order.
+	Order  Order      `json:"commit_order"`
+	Inbox  []Consumer `json:"inbox"`
+	Health Health     `json:"health"`
 	// Relays are the relay processes seen: by their heartbeat (outbox_relay,
 	// migration 010) or their live leases; live ones first (RelaySeen.Live,
 	// RelaysLive, NoRelayFor). At most RelaysLimit heartbeat rows.
@@ -267,9 +270,10 @@ func (i *Inspector) snapshot(ctx context.Context, what string, full bool) (Snaps
 		{"inbox", i.snapInbox},
 		{"table health", i.snapHealth},
 		{"relays", i.snapRelays},
+		{"commit order", func(ctx context.Context, tx pgx.Tx, s *Snapshot) error { return i.snapOrder(ctx, tx, &s.Order, full) }},
 	}
 	if !full {
-		steps = []step{steps[0], steps[2]}
+		steps = []step{steps[0], steps[2], steps[6]}
 	}
 	for _, step := range steps {
 		if err := step.fn(ctx, tx, &s); err != nil {

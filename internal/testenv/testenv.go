@@ -207,3 +207,22 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// CommitOrder puts the public schema of pool's database in mode. A database
+// of Pool or DB enforces the commit order, as a table migrate creates does;
+// a test that commits one aggregate's events out of seq order on purpose (a
+// late row, as a table that does not enforce it can have) switches to
+// migrations.OrderOff or OrderDetect first: enforced, its second insert would
+// wait for the first transaction to end.
+func CommitOrder(t testing.TB, pool *pgxpool.Pool, mode migrations.CommitOrder) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, _, err := migrations.MigrateWith(ctx, conn.Conn(), wire.DefaultSchema, migrations.Options{CommitOrder: mode}); err != nil {
+		t.Fatal(err)
+	}
+}

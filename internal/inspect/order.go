@@ -1,0 +1,87 @@
+package inspect
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Order is how each aggregate's seq order, the order the relay publishes it
+// in, relates to its commit order (migrations.CommitOrder says what each mode
+// does to the writers).
+type Order struct {
+	// Mode is the table's: "enforce" (seq order is commit order, the database
+	// makes writers of one aggregate wait for each other), "detect" (nothing
+	// waits; unserialized rows are marked) or "off" (nothing is checked).
+	Mode string `json:"mode"`
+	// Unserialized counts the aggregates with an event marked unserialized
+	// among the rows still in outbox_event (archiving removes the marks with
+	// the rows): events of one aggregate inserted by transactions that did not
+	// wait for each other, so that their seq order may not be their commit
+	// order. It is an estimate of the aggregates committed out of seq order,
+	// and an upper bound: every such aggregate is among them, and writers that
+	// serialize on the aggregate before inserting mark none. Bound is
+	// LowerBound when more than orderCap marked rows exist (it then counts the
+	// aggregates found).
+	Unserialized int64 `json:"unserialized_aggregates"`
+	Bound        Bound `json:"unserialized_bound,omitempty"`
+	// Aggregates lists at most OrderLimit of them, most marked events first.
+	Aggregates []UnserializedAggregate `json:"aggregates"`
+}
+
+// UnserializedAggregate is one aggregate with unserialized events.
+type UnserializedAggregate struct {
+	AggregateType string `json:"aggregate_type"`
+	AggregateID   string `json:"aggregate_id"`
+	// Events is how many of its rows are marked (of those read, see Order.Bound).
+	Events int64 `json:"events"`
+	// LastAt is the newest marked event's created_at.
+	LastAt time.Time `json:"last_at"`
+}
+
+// OrderLimit bounds Order.Aggregates; orderCap bounds the marked rows read.
+const (
+	OrderLimit = 20
+	orderCap   = 10_000
+)
+
+// Estimate reports whether o's count is an estimate: the order is not
+// enforced, so the aggregates found unserialized may or may not have been
+// committed out of seq order.
+func (o Order) Estimate() bool { return o.Mode != "enforce" }
+
+// snapOrder reads the mode and, unless it is off, the unserialized aggregates
+// (a table in enforce mode can hold marks from a time it was detecting).
+func (i *Inspector) snapOrder(ctx context.Context, tx pgx.Tx, o *Order, list bool) error {
+	err := tx.QueryRow(ctx, i.q.SQL("order_mode"), i.outbox).Scan(&o.Mode)
+	if err == pgx.ErrNoRows {
+		o.Mode = "off"
+	} else if err != nil {
+		return err
+	}
+	limit := OrderLimit
+	if !list {
+		limit = 1
+	}
+	rows, err := tx.Query(ctx, i.q.SQL("unserialized"), orderCap+1, limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a UnserializedAggregate
+		var read int64
+		if err := rows.Scan(&a.AggregateType, &a.AggregateID, &a.Events, &a.LastAt, &o.Unserialized, &read); err != nil {
+			return err
+		}
+		if read > orderCap {
+			o.Bound = LowerBound
+		}
+		if list {
+			o.Aggregates = append(o.Aggregates, a)
+		}
+	}
+	return rows.Err()
+}
+

@@ -1,0 +1,229 @@
+package migrations_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/outboxtop/outboxtop/internal/testenv"
+	"github.com/outboxtop/outboxtop/migrations"
+)
+
+func orderOf(t *testing.T, conn *pgx.Conn) migrations.CommitOrder {
+	t.Helper()
+	o, err := migrations.CommitOrderOf(context.Background(), conn, "public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func setOrder(t *testing.T, conn *pgx.Conn, want migrations.CommitOrder) migrations.CommitOrder {
+	t.Helper()
+	var got migrations.CommitOrder
+	if _, _, err := migrations.MigrateWith(context.Background(), conn, "public", migrations.Options{
+		CommitOrder: want, OnOrder: func(o migrations.CommitOrder) { got = o },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// A table migrate creates enforces the commit order; one that existed (the
+// seed's, with its rows) only detects it until told otherwise. The mode
+// switches in place, without rewriting the table, a plain migrate keeps the
+// one chosen, the seed's own insert works in every mode, and seq keeps
+// increasing across the switches (it comes from another sequence while the
+// order is enforced).
+func TestCommitOrderSwitchesInPlaceOnTheSeedTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fresh := connect(t, testenv.EmptyDB(t))
+	if got := setOrder(t, fresh, migrations.OrderKeep); got != migrations.OrderEnforce || orderOf(t, fresh) != migrations.OrderEnforce {
+		t.Fatalf("a table migrate created is in mode %s, want enforce", got)
+	}
+
+	conn := connect(t, testenv.EmptyDB(t))
+	if _, err := conn.Exec(ctx, seedDDL); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := conn.Exec(ctx, seedInsert, fmt.Sprintf("o-%d", i%4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := setOrder(t, conn, migrations.OrderKeep); got != migrations.OrderDetect {
+		t.Fatalf("the seed's table, upgraded, is in mode %s, want detect", got)
+	}
+	var file uint32
+	if err := conn.QueryRow(ctx, `SELECT relfilenode FROM pg_class WHERE oid = 'outbox_event'::regclass`).Scan(&file); err != nil {
+		t.Fatal(err)
+	}
+	last := int64(0)
+	insert := func(mode migrations.CommitOrder) {
+		t.Helper()
+		for i := range 3 {
+			var seq int64
+			if err := conn.QueryRow(ctx, seedInsert+" RETURNING seq", fmt.Sprintf("o-%d", i)).Scan(&seq); err != nil {
+				t.Fatalf("%s: the seed's insert: %v", mode, err)
+			}
+			var max int64
+			if err := conn.QueryRow(ctx, `SELECT max(seq) FROM outbox_event WHERE seq <> $1`, seq).Scan(&max); err != nil {
+				t.Fatal(err)
+			}
+			if seq <= max || seq <= last {
+				t.Fatalf("%s: new seq %d, not past the table's %d (and the last new %d)", mode, seq, max, last)
+			}
+			last = seq
+		}
+	}
+	insert(migrations.OrderDetect)
+	for _, step := range []struct{ set, want migrations.CommitOrder }{
+		{migrations.OrderEnforce, migrations.OrderEnforce},
+		{migrations.OrderKeep, migrations.OrderEnforce},
+		{migrations.OrderOff, migrations.OrderOff},
+		{migrations.OrderKeep, migrations.OrderOff},
+		{migrations.OrderEnforce, migrations.OrderEnforce},
+		{migrations.OrderDetect, migrations.OrderDetect},
+		{migrations.OrderKeep, migrations.OrderDetect},
+	} {
+		if got := setOrder(t, conn, step.set); got != step.want || orderOf(t, conn) != step.want {
+			t.Fatalf("migrate --commit-order %q: mode %s (table says %s), want %s", step.set, got, orderOf(t, conn), step.want)
+		}
+		insert(step.want)
+	}
+	var after uint32
+	if err := conn.QueryRow(ctx, `SELECT relfilenode FROM pg_class WHERE oid = 'outbox_event'::regclass`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if after != file {
+		t.Errorf("switching modes rewrote outbox_event (relfilenode %d, then %d)", file, after)
+	}
+	var n, distinct int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT seq) FROM outbox_event`).Scan(&n, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if n != 20+3*8 || distinct != n {
+		t.Errorf("%d rows, %d distinct seq, want %d each", n, distinct, 20+3*8)
+	}
+}
+
+// Two transactions that insert events of the same two aggregates in opposite
+// orders, with the order enforced: PostgreSQL ends one with a deadlock
+// (40P01), the other commits, and nothing of the one ended is left.
+func TestCommitOrderOppositeOrdersDeadlock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testenv.DB(t)
+	a, b := connect(t, dsn), connect(t, dsn)
+	if orderOf(t, a) != migrations.OrderEnforce {
+		t.Fatal("the test database does not enforce the commit order")
+	}
+	ins := func(tx pgx.Tx, agg string) error {
+		_, err := tx.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+			VALUES (gen_random_uuid(), 'order', $1, 'Changed', '{}')`, agg)
+		return err
+	}
+	ta, err := a.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := b.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ins(ta, "A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ins(tb, "B"); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	go func() {
+		if err := ins(ta, "B"); err != nil {
+			errs <- err
+			_ = ta.Rollback(ctx)
+			return
+		}
+		errs <- ta.Commit(ctx)
+	}()
+	time.Sleep(100 * time.Millisecond) // a waits for b's B
+	go func() {
+		if err := ins(tb, "A"); err != nil {
+			errs <- err
+			_ = tb.Rollback(ctx)
+			return
+		}
+		errs <- tb.Commit(ctx)
+	}()
+	var deadlocks, commits int
+	for range 2 {
+		err := <-errs
+		var pgErr *pgconn.PgError
+		switch {
+		case err == nil:
+			commits++
+		case errors.As(err, &pgErr) && pgErr.Code == "40P01":
+			deadlocks++
+		default:
+			t.Fatalf("want a deadlock or a commit, got %v", err)
+		}
+	}
+	if deadlocks != 1 || commits != 1 {
+		t.Fatalf("%d deadlocks and %d commits, want one of each", deadlocks, commits)
+	}
+	c := connect(t, dsn)
+	var rows, aggs int
+	if err := c.QueryRow(ctx, `SELECT count(*), count(DISTINCT aggregate_id) FROM outbox_event`).Scan(&rows, &aggs); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 2 || aggs != 2 {
+		t.Fatalf("%d rows of %d aggregates left, want the committed transaction's 2 of 2", rows, aggs)
+	}
+}
+
+// One transaction of 100,000 events of as many aggregates, in each mode that
+// takes locks: past wire.OrderLockRows rows it takes the table's lock instead
+// of one a row, so it neither fills PostgreSQL's lock table nor fails.
+func TestCommitOrderBulkInsertHoldsFewLocks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, mode := range []migrations.CommitOrder{migrations.OrderEnforce, migrations.OrderDetect} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			conn := connect(t, testenv.DB(t))
+			setOrder(t, conn, mode)
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+				SELECT gen_random_uuid(), 'order', 'o-' || g, 'Placed', '{}' FROM generate_series(1, 100000) g`); err != nil {
+				t.Fatal(err)
+			}
+			var locks int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()`).Scan(&locks); err != nil {
+				t.Fatal(err)
+			}
+			if locks > 64+2 {
+				t.Errorf("the transaction holds %d advisory locks", locks)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var n, marked int
+			if err := conn.QueryRow(ctx, `SELECT count(DISTINCT seq), count(*) FILTER (WHERE unserialized) FROM outbox_event`).Scan(&n, &marked); err != nil {
+				t.Fatal(err)
+			}
+			if n != 100000 || marked != 0 {
+				t.Errorf("%d distinct seq (want 100,000), %d marked unserialized with no other writer (want 0)", n, marked)
+			}
+		})
+	}
+}
