@@ -162,5 +162,5 @@ const orderWait = "10ms"
 
 // orderTemplateData is what the commit-order functions' templates see.
 func orderTemplateData(schema string) map[string]any {
-	return map[string]any{"order_key": orderKey(schema), "order_lock_rows": wire.OrderLockRows, "order_wait": orderWait}
+	return map[string]any{"order_key": orderKey(schema), "order_lock_rows": wire.OrderLockRows, "order_lock_held": wire.OrderLockRows + 1, "order_wait": orderWait}
 }

@@ -44,3 +44,26 @@ func TestShortIDOfUUIDv7IsItsEnd(t *testing.T) {
 		t.Fatalf("shortID(%s) = %s", id, got)
 	}
 }
+
+// TestOverviewCountsUnserializedAggregates: the Overview says how many
+// aggregates may be out of commit order, as an estimate, only when there are
+// any.
+func TestOverviewCountsUnserializedAggregates(t *testing.T) {
+	for _, c := range []struct {
+		order inspect.Order
+		want  string
+	}{
+		{inspect.Order{Mode: "detect", Unserialized: 3}, "unserialized   ~3 aggregates"},
+		{inspect.Order{Mode: "detect", Unserialized: 10_001, Bound: inspect.LowerBound}, "unserialized   ≥10k aggregates"},
+		{inspect.Order{Mode: "enforce"}, ""},
+	} {
+		m := offline(t, 80, 24)
+		msg := listLoaded(m, viewOverview, inspect.Counts{})
+		msg.overview.order = c.order
+		m.Update(msg)
+		s := screenText(m)
+		if c.want != "" && !strings.Contains(s, c.want) || c.want == "" && strings.Contains(s, "unserialized") {
+			t.Errorf("%+v: want %q on the Overview:\n%s", c.order, c.want, s)
+		}
+	}
+}

@@ -274,10 +274,12 @@ func (m *Model) viewOverview(w, h int) string {
 		right = append(right, st.warn.Render(e))
 	}
 	// Shown only when there are any: aggregates whose seq order, the order
-	// they are published in, may not be their commit order.
+	// they are published in, may not be their commit order (status lists
+	// them).
 	if o := vm.order; o.Unserialized > 0 {
-		right = append(right, st.warn.Render(fmt.Sprintf("order: %s aggregates unserialized (estimate; status lists them)",
-			o.Bound.Format(o.Unserialized))))
+		// An estimate (an upper bound), marked ~ as the console marks them.
+		n := compact(inspect.Count{Value: o.Unserialized, Bound: o.Bound, Estimate: true})
+		right = append(right, kv("unserialized", st.warn.Render(n+" aggregates")))
 	}
 	// Every relay process the outbox knows of (heartbeats, lease holders), then
 	// as many of them as fit beside the OUTBOX column: the list never pushes the

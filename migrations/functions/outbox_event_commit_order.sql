@@ -43,51 +43,61 @@ DECLARE
     got boolean;
     was pg_catalog.text;
 BEGIN
+    -- n is this row's place in the transaction's inserts, counted up to
+    -- order_lock_rows + 1: that value, once stored, means the table's lock is
+    -- held exclusively and nothing is left to take (taking a lock held
+    -- already costs more than the rest of this function).
     IF seen IS NOT NULL AND NOT pg_catalog.texteq(seen, '') THEN
         n := pg_catalog.int4pl(seen::integer, 1);
     END IF;
     IF pg_catalog.int4le(n, {{.order_lock_rows}}) THEN
         PERFORM pg_catalog.set_config('outboxtop.order_rows', n::pg_catalog.text, true);
+        key := pg_catalog.hashtext(pg_catalog.format('%s:%s%s',
+            pg_catalog.length(NEW.aggregate_type), NEW.aggregate_type, NEW.aggregate_id));
     END IF;
     IF pg_catalog.texteq(TG_ARGV[0], 'enforce') THEN
         IF pg_catalog.int4le(n, {{.order_lock_rows}}) THEN
             PERFORM pg_catalog.pg_advisory_xact_lock_shared(tbl, 0);
-            PERFORM pg_catalog.pg_advisory_xact_lock(tbl, pg_catalog.hashtext(pg_catalog.format('%s:%s%s',
-                pg_catalog.length(NEW.aggregate_type), NEW.aggregate_type, NEW.aggregate_id)));
-        ELSE
+            PERFORM pg_catalog.pg_advisory_xact_lock(tbl, key);
+        ELSIF pg_catalog.int4eq(n, {{.order_lock_held}}) THEN
             PERFORM pg_catalog.pg_advisory_xact_lock(tbl, 0);
+            PERFORM pg_catalog.set_config('outboxtop.order_rows', n::pg_catalog.text, true);
         END IF;
         NEW.seq := pg_catalog.nextval('{{.schema}}.outbox_event_order_seq'::pg_catalog.regclass);
-    ELSE
-        IF pg_catalog.int4le(n, {{.order_lock_rows}}) THEN
-            key := pg_catalog.hashtext(pg_catalog.format('%s:%s%s',
-                pg_catalog.length(NEW.aggregate_type), NEW.aggregate_type, NEW.aggregate_id));
-            got := pg_catalog.pg_try_advisory_xact_lock_shared(tbl, 0)
-                AND pg_catalog.pg_try_advisory_xact_lock(tbl, key);
-            IF NOT got THEN
-                -- A writer that serialized on the aggregate (a row lock)
-                -- may find the lock still held for a moment: PostgreSQL ends
-                -- a transaction's row locks before its advisory locks. Wait
-                -- that moment; a transaction still open after it is a
-                -- concurrent writer. Only this path pays for the
-                -- subtransaction of the exception block.
-                BEGIN
-                    was := pg_catalog.current_setting('lock_timeout');
-                    PERFORM pg_catalog.set_config('lock_timeout', '{{.order_wait}}', true);
-                    PERFORM pg_catalog.pg_advisory_xact_lock_shared(tbl, 0);
-                    PERFORM pg_catalog.pg_advisory_xact_lock(tbl, key);
-                    PERFORM pg_catalog.set_config('lock_timeout', was, true);
-                    got := true;
-                EXCEPTION WHEN lock_not_available THEN
-                    got := false;
-                END;
-            END IF;
-        ELSE
-            got := pg_catalog.pg_try_advisory_xact_lock(tbl, 0);
-        END IF;
+        RETURN NEW;
+    END IF;
+    IF pg_catalog.int4le(n, {{.order_lock_rows}}) THEN
+        got := pg_catalog.pg_try_advisory_xact_lock_shared(tbl, 0)
+            AND pg_catalog.pg_try_advisory_xact_lock(tbl, key);
         IF NOT got THEN
-            NEW.unserialized := true;
+            -- A writer that serialized on the aggregate (a row lock) may
+            -- find the lock still held for a moment: PostgreSQL ends a
+            -- transaction's row locks before its advisory locks. Wait that
+            -- moment; a transaction still open after it is a concurrent
+            -- writer. Only this path pays for the exception block's
+            -- subtransaction.
+            BEGIN
+                was := pg_catalog.current_setting('lock_timeout');
+                PERFORM pg_catalog.set_config('lock_timeout', '{{.order_wait}}', true);
+                PERFORM pg_catalog.pg_advisory_xact_lock_shared(tbl, 0);
+                PERFORM pg_catalog.pg_advisory_xact_lock(tbl, key);
+                PERFORM pg_catalog.set_config('lock_timeout', was, true);
+                got := true;
+            EXCEPTION WHEN lock_not_available THEN
+                got := false;
+            END;
         END IF;
+    ELSIF pg_catalog.int4eq(n, {{.order_lock_held}}) THEN
+        -- Tried again at every row until it is held.
+        got := pg_catalog.pg_try_advisory_xact_lock(tbl, 0);
+        IF got THEN
+            PERFORM pg_catalog.set_config('outboxtop.order_rows', n::pg_catalog.text, true);
+        END IF;
+    ELSE
+        got := true;
+    END IF;
+    IF NOT got THEN
+        NEW.unserialized := true;
     END IF;
     RETURN NEW;
 END;

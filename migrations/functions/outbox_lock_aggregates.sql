@@ -25,7 +25,7 @@ BEGIN
     END IF;
     IF pg_catalog.int4gt(n, {{.order_lock_rows}}) THEN
         PERFORM pg_catalog.pg_advisory_xact_lock(tbl, 0);
-        PERFORM pg_catalog.set_config('outboxtop.order_rows', '{{.order_lock_rows}}', true);
+        PERFORM pg_catalog.set_config('outboxtop.order_rows', '{{.order_lock_held}}', true);
         RETURN;
     END IF;
     PERFORM pg_catalog.pg_advisory_xact_lock_shared(tbl, 0);

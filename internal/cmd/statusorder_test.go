@@ -1,0 +1,45 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outboxtop/outboxtop/internal/inspect"
+)
+
+// TestStatusSaysTheCommitOrder: one line for the mode and, when aggregates
+// were written unserialized, their count as an estimate and the first five,
+// their hostile text made inert.
+func TestStatusSaysTheCommitOrder(t *testing.T) {
+	at := time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC)
+	var aggs []inspect.UnserializedAggregate
+	for i := range 7 {
+		aggs = append(aggs, inspect.UnserializedAggregate{AggregateType: "order", AggregateID: fmt.Sprintf("o-%d\x1b[2J", i), Events: int64(9 - i), LastAt: at})
+	}
+	for _, c := range []struct {
+		o    inspect.Order
+		want []string
+	}{
+		{inspect.Order{Mode: "enforce"}, []string{"commit order enforced: seq order is commit order for every aggregate"}},
+		{inspect.Order{Mode: "detect"}, []string{"commit order detected: no aggregate written unserialized"}},
+		{inspect.Order{Mode: "off"}, []string{"commit order off: seq is insertion order, unchecked (outboxtop migrate --commit-order)"}},
+		{inspect.Order{Mode: "detect", Unserialized: 7, Aggregates: aggs}, []string{
+			"commit order detect: 7 aggregates written unserialized, their seq order may not be their commit order (an estimate: at most these, most marked first):",
+			"  order/o-0^[[2J: 9 events, the last at 2026-12-03T07:00:00Z",
+			"  … (2 more)"}},
+	} {
+		var b strings.Builder
+		printOrder(&b, c.o)
+		got := b.String()
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%+v: want %q in:\n%s", c.o.Mode, w, got)
+			}
+		}
+		if strings.Contains(got, "\x1b") {
+			t.Errorf("an escape reached the output:\n%q", got)
+		}
+	}
+}
