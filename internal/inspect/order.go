@@ -84,4 +84,3 @@ func (i *Inspector) snapOrder(ctx context.Context, tx pgx.Tx, o *Order, list boo
 	}
 	return rows.Err()
 }
-
