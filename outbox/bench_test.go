@@ -69,7 +69,7 @@ func BenchmarkCommitOrder(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer pool.Close()
-		commitOrder(b, pool, mode)
+		testenv.CommitOrder(b, pool, mode)
 		b.Run(string(mode)+"/copy100k", func(b *testing.B) {
 			rows := make([][]any, 100_000)
 			for i := range rows {

@@ -8,25 +8,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/migrations"
 	"github.com/outboxtop/outboxtop/outbox"
 	"github.com/outboxtop/outboxtop/wire"
 )
-
-func commitOrder(t testing.TB, pool *pgxpool.Pool, mode migrations.CommitOrder) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, _, err := migrations.MigrateWith(ctx, conn.Conn(), "public", migrations.Options{CommitOrder: mode}); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func batch(aggs ...string) []outbox.Event {
 	var evs []outbox.Event
@@ -47,7 +34,7 @@ func TestAddManyCanonicalOrder(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			commitOrder(t, b.pool, mode)
+			testenv.CommitOrder(t, b.pool, mode)
 			const pairs = 20
 			var wg sync.WaitGroup
 			errs := make(chan error, 2*pairs)

@@ -146,7 +146,7 @@ func TestCommitOrderDetectedNoFalseAlarm(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, _ := testenv.Pool(t)
-	setOrder(t, pool, migrations.OrderDetect)
+	testenv.CommitOrder(t, pool, migrations.OrderDetect)
 	if _, err := pool.Exec(ctx, `CREATE TABLE orders (id text PRIMARY KEY)
 		; INSERT INTO orders SELECT 'o-' || g FROM generate_series(0, 49) g`); err != nil {
 		t.Fatal(err)
@@ -189,20 +189,6 @@ func countUnserialized(t *testing.T, pool *pgxpool.Pool) int {
 	return count(t, pool, "unserialized")
 }
 
-// setOrder puts the test's database in mode.
-func setOrder(t *testing.T, pool *pgxpool.Pool, mode migrations.CommitOrder) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, _, err := migrations.MigrateWith(ctx, conn.Conn(), "public", migrations.Options{CommitOrder: mode}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func pickAggregates(rng *rand.Rand) []string {
 	n := 1 + rng.IntN(3)
 	var aggs []string
@@ -224,7 +210,7 @@ func runOrderWriters(t *testing.T, mode migrations.CommitOrder) (*orderLog, *pgx
 		t.Fatal("kcat is not installed (scripts/test installs it): the records are read back with it")
 	}
 	pool, dsn := testenv.Pool(t)
-	setOrder(t, pool, mode)
+	testenv.CommitOrder(t, pool, mode)
 	k := testenv.NewKafka(t)
 	k.CreateTopics(t, 3, "outbox.order")
 	log := &orderLog{holder: map[string]int{}, held: map[int][]string{}, marked: map[string]bool{}}
