@@ -146,8 +146,8 @@ func TestCommitOrderOppositeOrdersDeadlock(t *testing.T) {
 	errs := make(chan error, 2)
 	go func() {
 		if err := ins(ta, "B"); err != nil {
+			_ = ta.Rollback(ctx) // before the test can end and close the connection
 			errs <- err
-			_ = ta.Rollback(ctx)
 			return
 		}
 		errs <- ta.Commit(ctx)
@@ -155,8 +155,8 @@ func TestCommitOrderOppositeOrdersDeadlock(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // a waits for b's B
 	go func() {
 		if err := ins(tb, "A"); err != nil {
+			_ = tb.Rollback(ctx) // before the test can end and close the connection
 			errs <- err
-			_ = tb.Rollback(ctx)
 			return
 		}
 		errs <- tb.Commit(ctx)
