@@ -8,10 +8,10 @@
 -- drawn before the lock). A later seq of one aggregate is therefore drawn after
 -- every earlier one committed or rolled back: seq order is commit order.
 --
--- detect: the same locks, tried without waiting (but for a moment, order_wait,
--- see below). A row whose lock another open transaction holds is marked
--- unserialized; seq is the identity's. Every pair
--- of one aggregate's events committed out of seq order has a marked row (the
+-- detect: the same locks, tried, and waited for only a moment (order_wait, see
+-- below). A row whose lock another open transaction still holds is marked
+-- unserialized; seq is the identity's. Every pair of one aggregate's events
+-- committed out of seq order has a marked row (the
 -- later seq was drawn while the earlier's transaction was open: either that
 -- transaction held the lock and the later row is marked, or it did not, because
 -- its own try had failed, and its row is marked), so an aggregate with no
@@ -24,11 +24,11 @@
 -- new ones until it commits; detect marks its rows while it cannot), so a COPY
 -- of a million aggregates does not fill PostgreSQL's lock table, which holds
 -- about max_locks_per_transaction locks per connection. The row count lives in
--- a transaction-local setting.
+-- a transaction-local setting, outboxtop.order_rows.
 --
--- The locks are the two-key advisory locks: the first key is the table's
--- (outbox_order_key), the second an aggregate's hash or, for the table's lock,
--- 0. Keys that collide only serialize (or, detecting, mark) two aggregates
+-- The locks are the two-key advisory locks: the first key is the table's (migrate
+-- derives it from the schema's name), the second an aggregate's hash or, for the
+-- table's lock, 0. Keys that collide only serialize (or, detecting, mark) two aggregates
 -- together. Invoker's rights: it runs as the inserting role, which needs no
 -- grant for advisory locks and has USAGE on outbox_event_order_seq (migration
 -- 021). Every function and operator is named with its schema, pg_catalog: the
