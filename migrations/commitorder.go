@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxtop/outboxtop/wire"
 )
@@ -118,7 +119,16 @@ func setCommitOrder(ctx context.Context, conn *pgx.Conn, schema string, want Com
 	if now == mode && recorded != nil && *recorded == orderComment+string(mode) {
 		return mode, nil
 	}
+	// Bounded: while the lock waits for an open transaction that wrote the
+	// table (one idle in transaction, say), every new insert waits behind it.
+	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+orderLockTimeout+"'"); err != nil {
+		return "", err
+	}
 	if _, err := tx.Exec(ctx, "LOCK TABLE "+table+" IN SHARE ROW EXCLUSIVE MODE"); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+			return "", fmt.Errorf("setting commit order %s: a transaction that wrote outbox_event stayed open for %s (new inserts waited behind this migrate meanwhile); nothing was changed: end it, or migrate again", mode, orderLockTimeout)
+		}
 		return "", fmt.Errorf("locking outbox_event to change its commit order: %w", err)
 	}
 	if (now == OrderEnforce) != (mode == OrderEnforce) {
@@ -153,6 +163,9 @@ func setCommitOrder(ctx context.Context, conn *pgx.Conn, schema string, want Com
 	}
 	return mode, tx.Commit(ctx)
 }
+
+// orderLockTimeout bounds the wait for the table lock a change of mode takes.
+const orderLockTimeout = "5s"
 
 // orderWait is how long a detecting insert waits for a lock it found held
 // before it marks its row: long enough for a transaction that has committed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,5 +226,35 @@ func TestCommitOrderBulkInsertHoldsFewLocks(t *testing.T) {
 				t.Errorf("%d distinct seq (want 100,000), %d marked unserialized with no other writer (want 0)", n, marked)
 			}
 		})
+	}
+}
+
+// A change of mode waits for the table lock at most a few seconds: while it
+// waits for a transaction that wrote outbox_event and stays open, every new
+// insert waits behind it. It then gives up, saying why, and changes nothing.
+func TestCommitOrderChangeGivesUpBehindAnOpenWriter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testenv.DB(t)
+	idle, conn := connect(t, dsn), connect(t, dsn)
+	tx, err := idle.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, seedInsert, "o-1"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _, err = migrations.MigrateWith(ctx, conn, "public", migrations.Options{CommitOrder: migrations.OrderDetect})
+	if err == nil || !strings.Contains(err.Error(), "stayed open") || time.Since(start) > 30*time.Second {
+		t.Fatalf("migrate behind an open writer: %v after %v", err, time.Since(start))
+	}
+	if o := orderOf(t, conn); o != migrations.OrderEnforce {
+		t.Fatalf("the mode became %s", o)
+	}
+	_ = tx.Rollback(ctx)
+	if got := setOrder(t, conn, migrations.OrderDetect); got != migrations.OrderDetect {
+		t.Fatalf("once the writer ended: %s", got)
 	}
 }

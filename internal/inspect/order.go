@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outboxtop/outboxtop/migrations"
 )
 
 // Order is how each aggregate's seq order, the order the relay publishes it
@@ -54,12 +56,11 @@ func (o Order) Estimate() bool { return o.Mode != "enforce" }
 // snapOrder reads the mode and, unless it is off, the unserialized aggregates
 // (a table in enforce mode can hold marks from a time it was detecting).
 func (i *Inspector) snapOrder(ctx context.Context, tx pgx.Tx, o *Order, list bool) error {
-	err := tx.QueryRow(ctx, i.q.SQL("order_mode"), i.outbox).Scan(&o.Mode)
-	if err == pgx.ErrNoRows {
-		o.Mode = "off"
-	} else if err != nil {
+	mode, err := migrations.CommitOrderOf(ctx, tx, i.schema)
+	if err != nil {
 		return err
 	}
+	o.Mode = string(mode)
 	limit := OrderLimit
 	if !list {
 		limit = 1
