@@ -45,10 +45,11 @@ func ParseCommitOrder(s string) (CommitOrder, error) {
 	return "", fmt.Errorf("commit order %q: want enforce, detect or off", s)
 }
 
-// orderKey is the first key of the two-key advisory locks of schema's
-// outbox_event (the trigger's and outbox_lock_aggregates'): one per schema,
-// so two schemas in one database never wait for each other.
-func orderKey(schema string) int32 {
+// OrderLockKey is the first key of the two-key advisory locks of schema's
+// outbox_event (the trigger's and outbox_lock_aggregates'; pg_locks shows it
+// as classid, an oid): one per schema, so two schemas in one database never
+// wait for each other.
+func OrderLockKey(schema string) int32 {
 	h := fnv.New32a()
 	h.Write([]byte("outboxtop.order." + schema))
 	return int32(h.Sum32())
@@ -175,5 +176,5 @@ const orderWait = "10ms"
 
 // orderTemplateData is what the commit-order functions' templates see.
 func orderTemplateData(schema string) map[string]any {
-	return map[string]any{"order_key": orderKey(schema), "order_lock_rows": wire.OrderLockRows, "order_lock_held": wire.OrderLockRows + 1, "order_wait": orderWait}
+	return map[string]any{"order_key": OrderLockKey(schema), "order_lock_rows": wire.OrderLockRows, "order_lock_held": wire.OrderLockRows + 1, "order_wait": orderWait}
 }

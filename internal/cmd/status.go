@@ -293,6 +293,7 @@ func statusSummary(check statusCheck, s inspect.Snapshot, publishable inspect.Ag
 	count("failed", c.Failed, c.Bounds.Failed, "failed")
 	count("blocked", s.Blocked.Count, s.Blocked.Bound, "blocked")
 	count("unserialized", s.Order.Unserialized, s.Order.Bound, "")
+	count("order_lock_waiting", s.Order.Waiting, inspect.Exact, "")
 	for _, m := range marks {
 		fmt.Fprintf(&b, " %s=1;;;0;1", m)
 	}
@@ -417,8 +418,24 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 }
 
 // printOrder is status's commit-order line and, when there are any, the
-// aggregates whose seq order may not be their commit order.
+// aggregates whose seq order may not be their commit order and the inserts
+// waiting for an order lock, with who holds it.
 func printOrder(w io.Writer, o inspect.Order) {
+	defer func() {
+		if o.Waiting == 0 {
+			return
+		}
+		fmt.Fprintf(w, "%d inserts waiting for an order lock", o.Waiting)
+		for k, h := range o.Holders {
+			sep := ", held by "
+			if k > 0 {
+				sep = "; "
+			}
+			fmt.Fprintf(w, "%spid %d (role %s, application %s, %s, transaction open %s)", sep, h.PID,
+				short(termtext.Sanitize(h.Role), 30), short(termtext.Sanitize(h.Application), 30), h.State, h.Open)
+		}
+		fmt.Fprintln(w)
+	}()
 	switch {
 	case o.Unserialized > 0:
 		fmt.Fprintf(w, "commit order %s: %s aggregates written unserialized, their seq order may not be their commit order (an estimate: at most these, most marked first):\n",

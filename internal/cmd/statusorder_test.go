@@ -29,6 +29,8 @@ func TestStatusSaysTheCommitOrder(t *testing.T) {
 			"commit order detect: 7 aggregates written unserialized, their seq order may not be their commit order (an estimate: at most these, most marked first):",
 			"  order/o-0^[[2J: 9 events, the last at 2026-12-03T07:00:00Z",
 			"  … (2 more)"}},
+		{inspect.Order{Mode: "enforce", Waiting: 3, Holders: []inspect.OrderHolder{{PID: 4242, Role: "billing", Application: "orders\x1b[2J", State: "idle in transaction", Open: inspect.Age(5 * time.Minute)}}},
+			[]string{"commit order enforced", "3 inserts waiting for an order lock, held by pid 4242 (role billing, application orders^[[2J, idle in transaction, transaction open 5m0s)"}},
 	} {
 		var b strings.Builder
 		printOrder(&b, c.o)

@@ -3,6 +3,7 @@ package console
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/wire"
@@ -56,13 +57,14 @@ func TestOverviewCountsUnserializedAggregates(t *testing.T) {
 		{inspect.Order{Mode: "detect", Unserialized: 3}, "unserialized   ~3 aggregates"},
 		{inspect.Order{Mode: "detect", Unserialized: 10_001, Bound: inspect.LowerBound}, "unserialized   ≥10k aggregates"},
 		{inspect.Order{Mode: "enforce"}, ""},
+		{inspect.Order{Mode: "enforce", Waiting: 2, Holders: []inspect.OrderHolder{{PID: 77, Open: inspect.Age(90 * time.Second)}}}, "order lock     2 wait on pid 77 1m30s"},
 	} {
 		m := offline(t, 80, 24)
 		msg := listLoaded(m, viewOverview, inspect.Counts{})
 		msg.overview.order = c.order
 		m.Update(msg)
 		s := screenText(m)
-		if c.want != "" && !strings.Contains(s, c.want) || c.want == "" && strings.Contains(s, "unserialized") {
+		if c.want != "" && !strings.Contains(s, c.want) || c.want == "" && (strings.Contains(s, "unserialized") || strings.Contains(s, "order lock")) {
 			t.Errorf("%+v: want %q on the Overview:\n%s", c.order, c.want, s)
 		}
 	}

@@ -78,8 +78,9 @@ func newOverviewVM(s inspect.Snapshot, relay Relay, extras []Extra) overviewVM {
 		failedGroupsOf:    s.FailedGroupsOf,
 		sample:            sampleOf(s),
 		blockedBound:      s.Blocked.Bound,
-		order:             inspect.Order{Mode: s.Order.Mode, Unserialized: s.Order.Unserialized, Bound: s.Order.Bound},
-		relays:            newRelaysVM(s),
+		order: inspect.Order{Mode: s.Order.Mode, Unserialized: s.Order.Unserialized, Bound: s.Order.Bound,
+			Waiting: s.Order.Waiting, Holders: slices.Clone(s.Order.Holders)},
+		relays: newRelaysVM(s),
 	}
 	for _, b := range s.Blocked.Aggregates {
 		vm.blocked = append(vm.blocked, blockedVM{
@@ -280,6 +281,15 @@ func (m *Model) viewOverview(w, h int) string {
 		// An estimate (an upper bound), marked ~ as the console marks them.
 		n := compact(inspect.Count{Value: o.Unserialized, Bound: o.Bound, Estimate: true})
 		right = append(right, kv("unserialized", st.warn.Render(n+" aggregates")))
+	}
+	// Inserts held up behind a writer of their aggregate that stays open
+	// (status names the holders).
+	if o := vm.order; o.Waiting > 0 {
+		held := fmt.Sprintf("%d inserts wait", o.Waiting)
+		if len(o.Holders) > 0 {
+			held = fmt.Sprintf("%d wait on pid %d %s", o.Waiting, o.Holders[0].PID, age(o.Holders[0].Open.Duration()))
+		}
+		right = append(right, kv("order lock", st.warn.Render(held)))
 	}
 	// Every relay process the outbox knows of (heartbeats, lease holders), then
 	// as many of them as fit beside the OUTBOX column: the list never pushes the

@@ -30,6 +30,24 @@ type Order struct {
 	Bound        Bound `json:"unserialized_bound,omitempty"`
 	// Aggregates lists at most OrderLimit of them, most marked events first.
 	Aggregates []UnserializedAggregate `json:"aggregates"`
+	// Waiting counts the inserts now waiting for an order lock (enforced: a
+	// writer of the same aggregate is still open; detecting, for at most a
+	// moment), and Holders the sessions that hold what they wait for, the
+	// longest-open transaction first (at most OrderLimit; outside the
+	// writers' own, any role may hold such a lock): a writer frozen
+	// mid-transaction holds up its aggregate's other writers until it ends.
+	Waiting int64         `json:"waiting_inserts"`
+	Holders []OrderHolder `json:"lock_holders,omitempty"`
+}
+
+// OrderHolder is a session holding an order lock that inserts wait for.
+type OrderHolder struct {
+	PID         int32  `json:"pid"`
+	Role        string `json:"role"`
+	Application string `json:"application"`
+	State       string `json:"state"`
+	// Open is how long its transaction has been open.
+	Open Age `json:"open_seconds"`
 }
 
 // UnserializedAggregate is one aggregate with unserialized events.
@@ -61,6 +79,9 @@ func (i *Inspector) snapOrder(ctx context.Context, tx pgx.Tx, o *Order, list boo
 		return err
 	}
 	o.Mode = string(mode)
+	if err := i.snapOrderWaiters(ctx, tx, o); err != nil {
+		return err
+	}
 	limit := OrderLimit
 	if !list {
 		limit = 1
@@ -81,6 +102,29 @@ func (i *Inspector) snapOrder(ctx context.Context, tx pgx.Tx, o *Order, list boo
 		}
 		if list {
 			o.Aggregates = append(o.Aggregates, a)
+		}
+	}
+	return rows.Err()
+}
+
+// snapOrderWaiters reads the inserts waiting for this outbox's order locks
+// and who holds those locks.
+func (i *Inspector) snapOrderWaiters(ctx context.Context, tx pgx.Tx, o *Order) error {
+	rows, err := tx.Query(ctx, i.q.SQL("order_waiters"), int64(uint32(migrations.OrderLockKey(i.schema))), OrderLimit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h OrderHolder
+		var pid *int32
+		var open float64
+		if err := rows.Scan(&o.Waiting, &pid, &h.Role, &h.Application, &h.State, &open); err != nil {
+			return err
+		}
+		if pid != nil {
+			h.PID, h.Open = *pid, seconds(open)
+			o.Holders = append(o.Holders, h)
 		}
 	}
 	return rows.Err()
