@@ -14,8 +14,9 @@ import (
 // does to the writers).
 type Order struct {
 	// Mode is the table's: "enforce" (seq order is commit order, the database
-	// makes writers of one aggregate wait for each other), "detect" (nothing
-	// waits; unserialized rows are marked) or "off" (nothing is checked).
+	// makes writers of one aggregate wait for each other), "detect" (they wait
+	// for each other a moment at most; unserialized rows are marked) or "off"
+	// (nothing is checked).
 	Mode string `json:"mode"`
 	// Unserialized counts the aggregates with an event marked unserialized
 	// among the rows still in outbox_event (archiving removes the marks with
@@ -66,13 +67,9 @@ const (
 	orderCap   = 10_000
 )
 
-// Estimate reports whether o's count is an estimate: the order is not
-// enforced, so the aggregates found unserialized may or may not have been
-// committed out of seq order.
-func (o Order) Estimate() bool { return o.Mode != "enforce" }
-
-// snapOrder reads the mode and, unless it is off, the unserialized aggregates
-// (a table in enforce mode can hold marks from a time it was detecting).
+// snapOrder reads the mode, the inserts waiting for an order lock and the
+// unserialized aggregates (in any mode: a table can hold marks from a time it
+// was detecting).
 func (i *Inspector) snapOrder(ctx context.Context, tx pgx.Tx, o *Order, list bool) error {
 	mode, err := migrations.CommitOrderOf(ctx, tx, i.schema)
 	if err != nil {
