@@ -421,21 +421,6 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 // aggregates whose seq order may not be their commit order and the inserts
 // waiting for an order lock, with who holds it.
 func printOrder(w io.Writer, o inspect.Order) {
-	defer func() {
-		if o.Waiting == 0 {
-			return
-		}
-		fmt.Fprintf(w, "%d inserts waiting for an order lock", o.Waiting)
-		for k, h := range o.Holders {
-			sep := ", held by "
-			if k > 0 {
-				sep = "; "
-			}
-			fmt.Fprintf(w, "%spid %d (role %s, application %s, %s, transaction open %s)", sep, h.PID,
-				short(termtext.Sanitize(h.Role), 30), short(termtext.Sanitize(h.Application), 30), h.State, h.Open)
-		}
-		fmt.Fprintln(w)
-	}()
 	switch {
 	case o.Unserialized > 0:
 		fmt.Fprintf(w, "commit order %s: %s aggregates written unserialized, their seq order may not be their commit order (an estimate: at most these, most marked first):\n",
@@ -455,6 +440,19 @@ func printOrder(w io.Writer, o inspect.Order) {
 	default:
 		fmt.Fprintln(w, "commit order off: seq is insertion order, unchecked (outboxtop migrate --commit-order)")
 	}
+	if o.Waiting == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%d inserts waiting for an order lock", o.Waiting)
+	for k, h := range o.Holders {
+		sep := ", held by "
+		if k > 0 {
+			sep = "; "
+		}
+		fmt.Fprintf(w, "%spid %d (role %s, application %s, %s, transaction open %s)", sep, h.PID,
+			short(termtext.Sanitize(h.Role), 30), short(termtext.Sanitize(h.Application), 30), h.State, h.Open)
+	}
+	fmt.Fprintln(w)
 }
 
 // approx is a count as status prints it: "~" in front when it is an estimate.
