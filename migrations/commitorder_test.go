@@ -13,6 +13,7 @@ import (
 
 	"github.com/outboxtop/outboxtop/internal/testenv"
 	"github.com/outboxtop/outboxtop/migrations"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 func orderOf(t *testing.T, conn *pgx.Conn) migrations.CommitOrder {
@@ -212,7 +213,7 @@ func TestCommitOrderBulkInsertHoldsFewLocks(t *testing.T) {
 			if err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()`).Scan(&locks); err != nil {
 				t.Fatal(err)
 			}
-			if locks > 64+2 {
+			if locks > wire.OrderLockRows+2 { // the first rows' aggregates, and the table's lock shared and exclusive
 				t.Errorf("the transaction holds %d advisory locks", locks)
 			}
 			if err := tx.Commit(ctx); err != nil {
@@ -256,5 +257,44 @@ func TestCommitOrderChangeGivesUpBehindAnOpenWriter(t *testing.T) {
 	_ = tx.Rollback(ctx)
 	if got := setOrder(t, conn, migrations.OrderDetect); got != migrations.OrderDetect {
 		t.Fatalf("once the writer ended: %s", got)
+	}
+}
+
+// outbox_lock_aggregates and the trigger compute an aggregate's lock the same
+// way: after the function has taken a transaction's locks, its inserts take no
+// new one (a different key would leave the canonical order unkept, and two
+// writers could deadlock after all).
+func TestLockAggregatesTakesTheTriggersLocks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, testenv.DB(t))
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	types, ids := []string{"order", "order", "customer", "a/b"}, []string{"42", "7", "42", "c"}
+	if _, err := tx.Exec(ctx, `SELECT outbox_lock_aggregates($1, $2)`, types, ids); err != nil {
+		t.Fatal(err)
+	}
+	held := func() int {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := held()
+	if before != len(types)+1 {
+		t.Fatalf("the function holds %d advisory locks, want %d (one an aggregate, the table's shared)", before, len(types)+1)
+	}
+	for i := range types {
+		if _, err := tx.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+			VALUES (gen_random_uuid(), $1, $2, 'E', '{}')`, types[i], ids[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := held(); after != before {
+		t.Fatalf("the inserts took %d locks the function had not", after-before)
 	}
 }
