@@ -30,6 +30,11 @@ type Filter struct {
 	// published and archived events, since created_at otherwise.
 	OlderThan time.Duration `json:"older_than,omitempty"`
 	NewerThan time.Duration `json:"newer_than,omitempty"`
+	// Payload and Headers are searches inside those jsonb columns, each of
+	// which must hold: PATH (it exists), PATH=VALUE, or a JSON object the
+	// column contains (payload.go has the syntax). A header's PATH is one key.
+	Payload []string `json:"payload,omitempty"`
+	Headers []string `json:"headers,omitempty"`
 	// All makes an empty filter mean "every eligible event" for an action; it has no
 	// effect on List.
 	All bool `json:"all,omitempty"`
@@ -38,7 +43,8 @@ type Filter struct {
 // IsZero reports whether f selects nothing in particular.
 func (f Filter) IsZero() bool {
 	return f.EventType == "" && f.AggregateType == "" && f.AggregateID == "" && f.IDPrefix == "" && f.IDPart == "" &&
-		f.ErrorContains == "" && len(f.Words) == 0 && f.OlderThan == 0 && f.NewerThan == 0
+		f.ErrorContains == "" && len(f.Words) == 0 && f.OlderThan == 0 && f.NewerThan == 0 &&
+		len(f.Payload) == 0 && len(f.Headers) == 0
 }
 
 // Validate reports a filter that cannot be matched.
@@ -75,6 +81,9 @@ func (f Filter) Validate() error {
 	}
 	if f.OlderThan < 0 || f.NewerThan < 0 {
 		return fmt.Errorf("ages must not be negative")
+	}
+	if _, err := f.jsonTerms(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -140,6 +149,20 @@ func (w *where) addFilter(f Filter, ageCol string) {
 	}
 	if f.NewerThan > 0 {
 		w.add(ageCol + " > now() - " + w.arg(interval(f.NewerThan)) + "::interval")
+	}
+	w.addJSONTerms(f)
+}
+
+// addJSONTerms adds f's payload and header terms. Validate has read them; one
+// that does not parse here matches nothing rather than being left out.
+func (w *where) addJSONTerms(f Filter) {
+	terms, err := f.jsonTerms()
+	if err != nil {
+		w.add("false")
+		return
+	}
+	for _, t := range terms {
+		w.add(t.condition(w))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/outboxtop/outboxtop/wire"
 )
@@ -55,6 +56,10 @@ type ListOptions struct {
 	Limit int
 	// After is the Next of the previous page ("" for the first page).
 	After string
+	// MaxScan bounds the rows of the state a filter that searches payloads or
+	// headers reads when no index serves it: 0 is DefaultMaxScan, negative no
+	// bound. Page.Scan says where the page's search stopped.
+	MaxScan int
 }
 
 // Page is one page of a List.
@@ -62,6 +67,10 @@ type Page struct {
 	Events []Event `json:"events"`
 	// Next continues the listing after the last event; "" when this is the last page.
 	Next string `json:"next,omitempty"`
+	// Scan is set when the filter searched payloads or headers and no index
+	// served the search: how many rows were read, and whether it stopped at
+	// ListOptions.MaxScan (Next then continues the search).
+	Scan *Scan `json:"scan,omitempty"`
 }
 
 type cursor struct {
@@ -102,7 +111,7 @@ func (i *Inspector) List(ctx context.Context, o ListOptions) (Page, error) {
 	if !archived && o.Sort == SortArchivedAt {
 		return Page{}, invalidf("sort %q applies to archived events only", o.Sort)
 	}
-	table, w, err := stateWhere(o.State, o.Filter)
+	table, w, err := stateWhere(o.State, o.Filter.withoutJSON())
 	if err != nil {
 		return Page{}, err
 	}
@@ -128,6 +137,24 @@ func (i *Inspector) List(ctx context.Context, o ListOptions) (Page, error) {
 	order := "seq " + dir
 	if expr != "seq" {
 		order = expr + " " + dir + ", seq " + dir
+	}
+	if o.Filter.SearchesJSON() {
+		// A search inside payloads or headers: the plain query when the
+		// planner serves it with an index, else a bounded scan.
+		terms := w.jsonConds(o.Filter)
+		base := where{conds: slices.Clone(w.conds), args: w.args}
+		w.add(terms)
+		if scan := o.maxScan(); scan > 0 {
+			plain := i.q.SQL("list", map[string]any{"table": table, "archived": archived, "key": expr,
+				"where": w.sql(), "order": order, "limit": limit + 1})
+			indexed, err := i.indexServes(ctx, table, plain, w.args)
+			if err != nil {
+				return Page{}, fmt.Errorf("listing %s events: %w", o.State, err)
+			}
+			if !indexed {
+				return i.scanPage(ctx, o, table, base, terms, expr, order, limit, scan)
+			}
+		}
 	}
 	q := i.q.SQL("list", map[string]any{"table": table, "archived": archived, "key": expr,
 		"where": w.sql(), "order": order, "limit": limit + 1})
@@ -171,9 +198,17 @@ func (i *Inspector) CountMatching(ctx context.Context, state wire.State, f Filte
 	if err := f.Validate(); err != nil {
 		return Count{}, invalidRequest{err}
 	}
-	table, w, err := stateWhere(state, f)
+	table, w, err := stateWhere(state, f.withoutJSON())
 	if err != nil {
 		return Count{}, err
+	}
+	if f.SearchesJSON() {
+		terms := w.jsonConds(f)
+		c, err := i.countJSON(ctx, table, w, terms)
+		if err != nil {
+			return Count{}, fmt.Errorf("counting %s events: %w", state, err)
+		}
+		return c, nil
 	}
 	c, err := countCapped(ctx, i.pool, i.q.SQL("matching", map[string]any{"table": table, "where": w.sql()}), countMatchingCap, w.args...)
 	if err != nil {

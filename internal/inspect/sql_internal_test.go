@@ -31,6 +31,9 @@ func sampleFields(q *pgsql.Templates) map[string]map[string]any {
 		"archive_targets": {"where": "true", "limit": "$1"},
 		"list":            {"table": "outbox_event_archive", "archived": true, "key": "archived_at", "where": "true", "order": "archived_at DESC, seq DESC", "limit": 11},
 		"matching":        {"table": "outbox_event", "where": "true"},
+		"list_scan": {"table": "outbox_event", "archived": false, "key": "failed_at", "where": "true", "terms": "payload @? $1::jsonpath",
+			"order": "failed_at DESC, seq DESC", "limit": 11, "scan": 100},
+		"matching_scan": {"table": "outbox_event_archive", "where": "true", "terms": "headers @> $1::jsonb", "scan": 100},
 	}
 }
 
