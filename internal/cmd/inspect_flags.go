@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/outboxtop/outboxtop/internal/inspect"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // filterFlags are the event filters shared by events and the actions.
@@ -36,6 +37,16 @@ func (ff *filterFlags) filter() (inspect.Filter, error) {
 		return inspect.Filter{}, usagef("%v", err)
 	}
 	return ff.f, nil
+}
+
+// noteSearch says on stderr, in one line, that a search inside payloads or
+// headers stopped before the end of the state's events (no index served it).
+func noteSearch(io IO, st wire.State, page inspect.Page) {
+	if page.Scan == nil || !page.Scan.Stopped {
+		return
+	}
+	fmt.Fprintf(io.Err, "outboxtop: searched %d %s events without an index on payload or headers and stopped there: narrow the search, go on with --after %s, or add the index (docs/triage.md)\n",
+		page.Scan.Scanned, st, page.Next)
 }
 
 // inspector connects and returns an Inspector on the command's schema.

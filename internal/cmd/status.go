@@ -517,6 +517,7 @@ func runEvents(ctx context.Context, args []string, io IO) error {
 		}
 		return err
 	}
+	noteSearch(io, st, page)
 	if *asJSON {
 		return writeJSON(io.Out, page)
 	}
