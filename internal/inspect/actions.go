@@ -439,11 +439,16 @@ type auditFilter struct {
 	From   wire.State `json:"from,omitempty"`
 	NewID  bool       `json:"new_id,omitempty"`
 	States []string   `json:"states"`
+	// Run is set on the rows of a paced run's chunks (paced.go).
+	Run *runMark `json:"run,omitempty"`
 }
 
 // auditFilter is what the audit row's filter column records of r.
-func (r Request) auditFilter() ([]byte, error) {
-	af := auditFilter{Filter: r.Filter, IDs: r.IDs, From: r.From, NewID: r.NewID, States: r.stateNames()}
+func (r Request) auditFilter() ([]byte, error) { return r.auditFilterWith(nil) }
+
+// auditFilterWith is auditFilter with a paced run's mark.
+func (r Request) auditFilterWith(run *runMark) ([]byte, error) {
+	af := auditFilter{Filter: r.Filter, IDs: r.IDs, From: r.From, NewID: r.NewID, States: r.stateNames(), Run: run}
 	return json.Marshal(af)
 }
 

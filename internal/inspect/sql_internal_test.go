@@ -29,6 +29,8 @@ func sampleFields(q *pgsql.Templates) map[string]map[string]any {
 		"action_targets":  {"table": "outbox_event", "where": "(" + q.SQL("blocker", map[string]any{"row": "e"}) + ")"},
 		"action":          {"fn": "outboxtop_retry", "params": "$1, $2, $3, $4, $5"},
 		"archive_targets": {"where": "true", "limit": "$1"},
+		"paced_window":    {"table": "outbox_event_archive", "where": "true"},
+		"paced_targets":   {"table": "outbox_event", "where": "seq > $1", "limit": "$2"},
 		"list":            {"table": "outbox_event_archive", "archived": true, "key": "archived_at", "where": "true", "order": "archived_at DESC, seq DESC", "limit": 11},
 		"matching":        {"table": "outbox_event", "where": "true"},
 		"list_scan": {"table": "outbox_event", "archived": false, "key": "failed_at", "where": "true", "terms": "payload @? $1::jsonpath",
