@@ -2,10 +2,7 @@ package console
 
 import (
 	"context"
-	"fmt"
 	"github.com/outboxtop/outboxtop/internal/termtext"
-	"strconv"
-	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -33,6 +30,9 @@ type loadedMsg struct {
 	total    inspect.Count // the rows matching the view's state and filter
 	err      error
 	took     time.Duration
+	// scan: the list's search inside payloads or headers read without an
+	// index, nil otherwise; Stopped when it stopped at its budget.
+	scan *inspect.Scan
 }
 
 // tickMsg drives refreshes and the clock of countdowns.
@@ -85,12 +85,21 @@ func load(ctx context.Context, in *inspect.Inspector, snaps SnapshotSource, rela
 	}
 	if req.list != nil {
 		// Keyset pages (ties broken by seq), read until the rows wanted are loaded.
+		// A search inside payloads or headers that no index serves reads at most
+		// its budget of rows (searchBudget) and stops there, saying so.
 		var after string
+		budget := searchBudget(req.filter.filter, req.want, limit)
 		for len(msg.rows) < req.want {
-			page, err := in.List(ctx, inspect.ListOptions{
+			o := inspect.ListOptions{
 				State: req.list.state, Filter: req.filter.filter, Sort: req.sort, Desc: req.desc,
 				Limit: min(req.want-len(msg.rows), 1000), After: after,
-			})
+			}
+			if msg.scan != nil {
+				o.MaxScan = budget - int(msg.scan.Scanned)
+			} else {
+				o.MaxScan = budget
+			}
+			page, err := in.List(ctx, o)
 			if err != nil {
 				msg.err = err
 				return msg
@@ -99,12 +108,21 @@ func load(ctx context.Context, in *inspect.Inspector, snaps SnapshotSource, rela
 				msg.rows = append(msg.rows, newRow(e))
 			}
 			after, msg.more = page.Next, page.Next != ""
-			if after == "" {
+			if page.Scan != nil {
+				if msg.scan == nil {
+					msg.scan = &inspect.Scan{}
+				}
+				msg.scan.Scanned += page.Scan.Scanned
+				msg.scan.Stopped = page.Scan.Stopped || msg.scan.Scanned >= int64(budget) && page.Next != ""
+			}
+			if after == "" || msg.scan != nil && msg.scan.Stopped {
 				break
 			}
 		}
-		msg.total, err = in.CountMatching(ctx, req.list.state, req.filter.filter)
-		if err != nil {
+		if msg.scan != nil && msg.scan.Stopped {
+			// Counting would read the same rows again: the search found these.
+			msg.total = inspect.Count{Value: int64(len(msg.rows)), Bound: inspect.LowerBound}
+		} else if msg.total, err = in.CountMatching(ctx, req.list.state, req.filter.filter); err != nil {
 			msg.err = err
 			return msg
 		}
@@ -114,75 +132,4 @@ func load(ctx context.Context, in *inspect.Inspector, snaps SnapshotSource, rela
 	}
 	msg.took = now().Sub(start)
 	return msg
-}
-
-// query is a parsed filter: "type:", "agg:", "aggtype:", "id:" and "err:" terms
-// and bare words (each must appear in the event type, aggregate, event id or last
-// error) all go to the database (inspect.Filter), so they search every event, not
-// only the loaded ones.
-type query struct {
-	text   string
-	filter inspect.Filter
-}
-
-func parseQuery(s string) (query, error) {
-	q := query{text: strings.TrimSpace(s)}
-	fields, err := queryFields(s)
-	if err != nil {
-		return q, err
-	}
-	for _, f := range fields {
-		k, v, ok := strings.Cut(f, ":")
-		if ok && v != "" {
-			switch strings.ToLower(k) {
-			case "type":
-				q.filter.EventType = v
-				continue
-			case "agg":
-				q.filter.AggregateID = v
-				continue
-			case "aggtype":
-				q.filter.AggregateType = v
-				continue
-			case "id":
-				q.filter.IDPart = strings.ToLower(v)
-				continue
-			case "err":
-				q.filter.ErrorContains = v
-				continue
-			}
-		}
-		q.filter.Words = append(q.filter.Words, f)
-	}
-	return q, q.filter.Validate()
-}
-
-// queryFields splits a filter at spaces; a term's value (or a bare word) in Go
-// quotes, as the Overview's jumps write them (err:"broker not available"), is one
-// field, unquoted.
-func queryFields(s string) ([]string, error) {
-	var out []string
-	for s = strings.TrimLeft(s, " \t"); s != ""; s = strings.TrimLeft(s, " \t") {
-		k, rest, _ := strings.Cut(s, ":")
-		prefix, quoted := "", s
-		if !strings.HasPrefix(s, `"`) && strings.HasPrefix(rest, `"`) && !strings.ContainsAny(k, " \t") {
-			prefix, quoted = k+":", rest
-		}
-		if strings.HasPrefix(quoted, `"`) {
-			if lit, err := strconv.QuotedPrefix(quoted); err == nil {
-				v, _ := strconv.Unquote(lit)
-				out = append(out, prefix+v)
-				s = quoted[len(lit):]
-				continue
-			}
-			return nil, fmt.Errorf("unterminated quote in %q", s)
-		}
-		end := strings.IndexAny(s, " \t")
-		if end < 0 {
-			end = len(s)
-		}
-		out = append(out, s[:end])
-		s = s[end:]
-	}
-	return out, nil
 }

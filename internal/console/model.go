@@ -200,6 +200,7 @@ func (m *Model) onLoaded(msg loadedMsg) tea.Cmd {
 			msg.req.sort == t.sort && msg.req.desc == t.desc {
 			t.SetRows(msg.rows)
 			t.more, t.total, t.loaded = msg.more, msg.total, true
+			t.scan = msg.scan
 		}
 	}
 	// A banner (paused relay, broker unreachable) takes a line from the body.

@@ -214,6 +214,8 @@ func (m *Model) listInfo(w int) string {
 		s += " · not loaded: the database does not answer"
 	case !t.loaded:
 		s += " · loading…"
+	case t.scan != nil && t.scan.Stopped:
+		s += " · " + m.searchedText(len(t.rows), t.scan)
 	case t.more || total.Mark() != "" || total.Value != int64(len(t.rows)):
 		s += fmt.Sprintf(" · %d of %s", len(t.rows), total)
 	default:
@@ -251,7 +253,7 @@ func (m *Model) statusLine() string {
 			return fit("aggregate: "+in+"█ "+m.styles.dim.Render("agg:TYPE/ID"), m.width, false)
 		}
 		if in == "" {
-			return fit("filter: "+m.styles.dim.Render("type:T agg:ID aggtype:T id:HEX err:TEXT words")+"█", m.width, false)
+			return fit("filter: "+m.styles.dim.Render("type:T agg:ID aggtype:T id:HEX err:T payload:P=V header:K=V words")+"█", m.width, false)
 		}
 		room := m.width - len("filter: ") - 1
 		if w := ansi.StringWidth(in); w > room {
@@ -421,9 +423,10 @@ func (m *Model) helpScreen(w, h int) string {
 		}
 		*col = append(*col, b...)
 	}
-	if len(right)+3 <= h { // the hints go first when keys need the room
+	if len(right)+4 <= h { // the hints go first when keys need the room
 		right = append(right, "", m.styles.dim.Render("filter: type:T agg:ID aggtype:T id:HEX"),
-			m.styles.dim.Render("err:TEXT words · Overview: enter jumps"))
+			m.styles.dim.Render("err:TEXT payload:PATH=V header:K=V"),
+			m.styles.dim.Render("words · Overview: enter jumps"))
 	}
 	return clip(joinColumns(left, right, w/2, w-w/2), w, h)
 }

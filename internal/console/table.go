@@ -25,6 +25,7 @@ type table struct {
 	desc          bool
 	more          bool          // the database had more rows than were loaded
 	total         inspect.Count // rows matching the state and filter
+	scan          *inspect.Scan // a search inside payloads or headers read without an index
 	want          int           // rows to load (grows a page at a time as the cursor reaches the end)
 	loaded        bool          // a load has filled the table at least once
 }
