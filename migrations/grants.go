@@ -28,6 +28,9 @@ var grantRoles = []struct {
 		"GRANT UPDATE (lease_token, lease_until, lease_holder, attempts, available_at, last_error, failed_at,\n" +
 			"              published_at, kafka_topic, kafka_partition, kafka_offset, blocked)\n" +
 			"    ON %[1]s.outbox_event TO %[2]s;",
+		"-- the history of tries that did not end published: added, never changed or removed",
+		"GRANT INSERT (event_id, attempt, lease_holder, class, outcome, error, kafka_code, backoff_ms)\n" +
+			"    ON %[1]s.outbox_attempt TO %[2]s;",
 		"-- the heartbeat (outbox_relay), through a function that sets the time and role itself",
 		"GRANT EXECUTE ON FUNCTION %[1]s.outboxtop_relay_beat(text, text, boolean, integer, integer, text, text, integer)\n" +
 			"    TO %[2]s;",
@@ -39,12 +42,12 @@ var grantRoles = []struct {
 	{"console", "a read-only console or status check (outboxtop --no-relay --read-only, status, events)", []string{
 		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
 		"GRANT SELECT ON %[1]s.outbox_event, %[1]s.outbox_event_archive, %[1]s.consumed_event,\n" +
-			"    %[1]s.outbox_audit, %[1]s.outbox_relay, %[1]s.outboxtop_schema_version TO %[2]s;",
+			"    %[1]s.outbox_audit, %[1]s.outbox_attempt, %[1]s.outbox_relay, %[1]s.outboxtop_schema_version TO %[2]s;",
 	}},
-	{"operator", "the console and the triage actions (retry, reset-lease, park, skip, archive, replay)", []string{
+	{"operator", "the console and the triage actions (retry, reset-lease, park, skip, archive, replay, correct)", []string{
 		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
 		"GRANT SELECT ON %[1]s.outbox_event, %[1]s.outbox_event_archive, %[1]s.consumed_event,\n" +
-			"    %[1]s.outbox_audit, %[1]s.outbox_relay, %[1]s.outboxtop_schema_version TO %[2]s;",
+			"    %[1]s.outbox_audit, %[1]s.outbox_attempt, %[1]s.outbox_relay, %[1]s.outboxtop_schema_version TO %[2]s;",
 		"-- Actions only through these functions: each re-checks the events' state and",
 		"-- writes one audit row in the same transaction. No write privilege on any table.",
 		"GRANT EXECUTE ON FUNCTION\n" +
@@ -54,6 +57,7 @@ var grantRoles = []struct {
 			"    %[1]s.outboxtop_skip(text, text, uuid[], text[], jsonb),\n" +
 			"    %[1]s.outboxtop_archive(text, text, uuid[], jsonb, bigint),\n" +
 			"    %[1]s.outboxtop_replay(text, text, uuid[], text[], jsonb, boolean),\n" +
+			"    %[1]s.outboxtop_correct(text, text, uuid, jsonb, jsonb),\n" +
 			"    %[1]s.outboxtop_audit_relay(text, text),\n" +
 			"    %[1]s.outboxtop_audit_terminate(text, text, jsonb)\n" +
 			"    TO %[2]s;",
@@ -117,7 +121,7 @@ func GrantSQL(role, schema, grantee string) (string, error) {
 		// and grants only add up.
 		fmt.Fprintf(&b, "-- Start from nothing: removes what earlier grants gave on these tables.\n")
 		fmt.Fprintf(&b, "REVOKE ALL ON %[1]s.outbox_event, %[1]s.outbox_event_archive, %[1]s.outbox_audit,\n"+
-			"    %[1]s.consumed_event, %[1]s.outbox_relay, %[1]s.outboxtop_schema_version FROM %[2]s;\n", s, g)
+			"    %[1]s.outbox_attempt, %[1]s.consumed_event, %[1]s.outbox_relay, %[1]s.outboxtop_schema_version FROM %[2]s;\n", s, g)
 		fmt.Fprintf(&b, "REVOKE CREATE ON SCHEMA %s FROM %s;\n", s, g)
 		b.WriteString(schemaCreateCheck(schema))
 		for _, stmt := range r.grants {

@@ -66,6 +66,11 @@ type settlement struct {
 	dead   bool
 	refund bool
 	err    *string
+	// For the attempt history: the attempt it was, what went wrong (empty: it
+	// was not tried, and has no history row) and Kafka's error code (0: none).
+	attempt int
+	class   string
+	code    int16
 }
 
 // settle ends the lease of events that were not published, fenced by token

@@ -58,6 +58,7 @@ type result struct {
 	topic     string // where an acknowledged record went; the missing topic (noTopic)
 	partition int32
 	offset    int64
+	code      int16 // Kafka's error code, when its answer carried one
 }
 
 // verdict is what happens to an event's row.
@@ -80,6 +81,11 @@ type decision struct {
 	verdict verdict
 	delay   time.Duration // vSchedule, vWait
 	err     *string       // the new last_error; nil keeps the previous one
+	// class is what went wrong with the try, for its attempt history: the
+	// result's kind, "out-of-order" (acknowledged behind an earlier event that
+	// was not) or "unreachable" (the brokers did not answer); empty when the
+	// event was not tried (held back).
+	class string
 }
 
 // policy is what decide needs besides the results.
@@ -167,22 +173,22 @@ func decide(events []*event, results []result, p policy) []decision {
 			if p.ordered && blocked {
 				msg := "kafka acknowledged it after the earlier event " + first.String() +
 					" of its aggregate did not go out: it is published again after that one"
-				out[i] = decision{verdict: vRelease, err: &msg}
+				out[i] = decision{verdict: vRelease, err: &msg, class: classOutOfOrder}
 			} else {
 				out[i] = decision{verdict: vMark}
 			}
 		case notSent:
 			out[i] = decision{verdict: vRelease}
 		case permanent:
-			out[i] = failedWith(res.err)
+			out[i] = failedWith(res.err, res.kind.String())
 		case noTopic:
 			out[i] = p.waitForTopic(res)
 		case retriable, cancelled:
 			if p.outage {
 				msg := res.err + " (kafka unreachable: attempt not counted)"
-				out[i] = decision{verdict: vRelease, err: &msg}
+				out[i] = decision{verdict: vRelease, err: &msg, class: classUnreachable}
 			} else {
-				out[i] = p.again(e, res.err)
+				out[i] = p.again(e, res)
 			}
 		}
 	}
@@ -190,11 +196,12 @@ func decide(events []*event, results []result, p policy) []decision {
 }
 
 // again schedules e after a backoff, or fails it when it has used its attempts.
-func (p policy) again(e *event, msg string) decision {
+func (p policy) again(e *event, res result) decision {
+	msg, class := res.err, res.kind.String()
 	if e.attempts >= p.maxAttempts {
-		return failedWith(msg + " (out of attempts)")
+		return failedWith(msg+" (out of attempts)", class)
 	}
-	return decision{verdict: vSchedule, delay: backoff(e.attempts, p.backoffBase, p.backoffMax), err: &msg}
+	return decision{verdict: vSchedule, delay: backoff(e.attempts, p.backoffBase, p.backoffMax), err: &msg, class: class}
 }
 
 // waitForTopic schedules an event whose topic does not exist, attempt refunded.
@@ -203,9 +210,15 @@ func (p policy) again(e *event, msg string) decision {
 func (p policy) waitForTopic(res result) decision {
 	msg := res.err
 	delay := backoff(max(p.missingStrikes[res.topic], 1), p.backoffBase, min(p.backoffMax, missingTopicBackoffMax))
-	return decision{verdict: vWait, delay: delay, err: &msg}
+	return decision{verdict: vWait, delay: delay, err: &msg, class: res.kind.String()}
 }
 
-func failedWith(msg string) decision { return decision{verdict: vFail, err: &msg} }
+func failedWith(msg, class string) decision { return decision{verdict: vFail, err: &msg, class: class} }
+
+// The classes of a try that are not a result's kind.
+const (
+	classOutOfOrder  = "out-of-order"
+	classUnreachable = "unreachable"
+)
 
 func (e *event) key() aggregateKey { return aggregateKey{e.aggregateType, e.aggregateID} }

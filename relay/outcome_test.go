@@ -48,6 +48,11 @@ func checkOutcome(events []*event, results []result, p policy, ds []decision) er
 		if d.verdict != vMark {
 			notMarked[e.key()] = true
 		}
+		// The attempt history: every event that was tried and not marked has a
+		// class (and an error to go with it); a marked or held-back one none.
+		if tried := d.verdict != vMark && res.kind != notSent; tried != (d.class != "") || d.class != "" && d.err == nil {
+			return fail("event %d (%s, %s): history class %q, error %v", i, res.kind, d.verdict, d.class, d.err != nil)
+		}
 		switch res.kind {
 		case acked:
 			// Progress: an acknowledged event is marked unless something before it failed.

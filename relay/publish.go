@@ -122,19 +122,16 @@ func (r *Relay) publish(ctx, stop context.Context, token uuid.UUID, events []*ev
 			res := results[i]
 			toMark = append(toMark, published{e.id, res.topic, res.partition, res.offset})
 			r.m.CommitToAck.Observe(ackedAt.Sub(e.createdAt).Seconds())
-		case vSchedule:
-			settles = append(settles, settlement{id: e.id, delay: d.delay, err: d.err})
-		case vFail:
-			settles = append(settles, settlement{id: e.id, dead: true, err: d.err})
-		case vWait:
-			settles = append(settles, settlement{id: e.id, delay: d.delay, refund: true, err: d.err})
-		case vRelease:
-			settles = append(settles, settlement{id: e.id, refund: true, err: d.err})
-			if results[i].kind == acked {
-				// Kafka has it before an earlier event of its aggregate: consumers see
-				// this one first. It goes again after the earlier one.
-				r.log.Warn("event acknowledged after an earlier event of its aggregate failed", "event_id", e.id, "seq", e.seq, "aggregate_id", e.aggregateID)
-			}
+		default:
+			st := settlement{id: e.id, delay: d.delay, dead: d.verdict == vFail,
+				refund: d.verdict == vWait || d.verdict == vRelease, err: d.err,
+				attempt: e.attempts, class: d.class, code: results[i].code}
+			settles = append(settles, st)
+		}
+		if d.verdict == vRelease && results[i].kind == acked {
+			// Kafka has it before an earlier event of its aggregate: consumers see
+			// this one first. It goes again after the earlier one.
+			r.log.Warn("event acknowledged after an earlier event of its aggregate failed", "event_id", e.id, "seq", e.seq, "aggregate_id", e.aggregateID)
 		}
 	}
 
@@ -164,6 +161,7 @@ func (r *Relay) publish(ctx, stop context.Context, token uuid.UUID, events []*ev
 	} else if n < len(settles) {
 		r.lostFences(len(settles) - n)
 	}
+	r.writeHistory(ctx, settles)
 	r.count(settles)
 	r.stats.lastBatch.Store(int64(len(events)))
 	r.stats.lastPublish.Store(int64(time.Since(start)))
@@ -175,11 +173,15 @@ func (r *Relay) kafkaResult(rec *kgo.Record, err error, waited bool) result {
 	if err == nil {
 		return result{kind: acked, topic: rec.Topic, partition: rec.Partition, offset: rec.Offset}
 	}
+	var code int16
+	if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
+		code = ke.Code
+	}
 	switch classify(err) {
 	case classPermanent:
-		return result{kind: permanent, err: "kafka: " + err.Error()}
+		return result{kind: permanent, err: "kafka: " + err.Error(), code: code}
 	case classNoTopic:
-		return result{kind: noTopic, topic: rec.Topic, err: missingTopicMessage(rec.Topic, err.Error())}
+		return result{kind: noTopic, topic: rec.Topic, err: missingTopicMessage(rec.Topic, err.Error()), code: code}
 	}
 	if (waited || r.missing.known(rec.Topic)) && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 		// A bound ended the wait (or a shutdown did): the topic was missing at the
@@ -192,7 +194,7 @@ func (r *Relay) kafkaResult(rec *kgo.Record, err error, waited bool) result {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrRecordTimeout) {
 		return result{kind: cancelled, err: "kafka: not acknowledged in time: " + err.Error()}
 	}
-	return result{kind: retriable, err: "kafka: " + err.Error()}
+	return result{kind: retriable, err: "kafka: " + err.Error(), code: code}
 }
 
 // noteTopics records the topics this batch found missing and the ones Kafka

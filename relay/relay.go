@@ -48,6 +48,7 @@ type Relay struct {
 
 	beatStarted   atomic.Bool         // a heartbeat was written: started_at is set
 	beatWarned    atomic.Int64        // when a failing heartbeat was last logged (unix ns)
+	historyWarned atomic.Int64        // when unwritten attempt history was last logged (unix ns)
 	sweepPaused   func(time.Duration) // tests: told of each pause between sweep chunks
 	skipFinalBeat atomic.Bool         // tests: end as a killed process would, without the stopped beat
 }

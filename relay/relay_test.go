@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/outboxtop/outboxtop/internal/testenv"
@@ -200,6 +201,33 @@ func TestPoisonEventsFailAtOnceAndOthersFlow(t *testing.T) {
 	// The later events of both aggregates wait, unpublished, not failed, not charged.
 	if got := b.count(t, "event_type IN ('OrderPaid', 'Weird2') AND published_at IS NULL AND failed_at IS NULL AND attempts = 0"); got != 2 {
 		t.Fatalf("events behind poison: %d waiting uncharged, want 2", got)
+	}
+	// Each failed event has one attempt in its history, by this relay; the
+	// published ones and the held-back ones, which were not tried, have none.
+	rows, err := b.pool.Query(ctx, `SELECT e.event_type, h.attempt, h.lease_holder, h.class, h.outcome, h.error, h.backoff_ms IS NULL
+		FROM outbox_attempt h JOIN outbox_event e USING (event_id) ORDER BY e.event_type`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type try struct {
+		Type           string
+		Attempt        int
+		Holder, Class  string
+		Outcome, Error string
+		NoBackoff      bool
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[try])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("attempt history %+v, want one row for each of the two failed events", got)
+	}
+	for k, typ := range []string{"OrderPlaced", "Weird"} {
+		h := got[k]
+		if h.Type != typ || h.Attempt != 1 || h.Holder != r.cfg.Holder || h.Class != "permanent" || h.Outcome != "fail" || h.Error == "" || !h.NoBackoff {
+			t.Errorf("history of %s: %+v, want attempt 1 by %s, permanent, fail, an error, no backoff", typ, h, r.cfg.Holder)
+		}
 	}
 }
 

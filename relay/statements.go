@@ -19,6 +19,7 @@ type statements struct {
 	claimPosition  string
 	mark           string
 	settle         string
+	attemptHistory string
 	renew          string
 	release        string
 	nextScheduled  string
@@ -43,6 +44,7 @@ func newStatements(schema string) statements {
 		claimPosition:  load("claim_position"),
 		mark:           load("mark"),
 		settle:         load("settle"),
+		attemptHistory: load("attempt_history"),
 		renew:          load("renew"),
 		release:        load("release"),
 		nextScheduled:  load("next_scheduled"),

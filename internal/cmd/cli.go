@@ -78,6 +78,7 @@ func commands() []command {
 		{"skip", "move the failed or scheduled event that blocks an aggregate to the archive, unpublished, so the rest flows", runSkip},
 		{"archive", "move published events to outbox_event_archive", runArchive},
 		{"replay", "put archived or published events back into the outbox", runReplay},
+		{"correct", "replace a failed event by a copy with a corrected payload, in its place in the aggregate's order, audited", runCorrect},
 		{"terminate-backend", "end the backend holding back the xmin horizon (pg_terminate_backend), audited", runTerminateBackend},
 		{"demo", "the embedded demo: throwaway PostgreSQL, in-process Kafka, simulated orders, the console", runDemo},
 		{"serve", "serve the console over SSH", runServe},

@@ -519,7 +519,7 @@ func runEvents(ctx context.Context, args []string, io IO) error {
 	}
 	noteSearch(io, st, page)
 	if *asJSON {
-		return writeJSON(io.Out, page)
+		return writeEventsJSON(ctx, io, in, page)
 	}
 	fmt.Fprintf(io.Out, "%-36s  %-9s  %-20s  %-28s  %8s  %10s  %s\n", "EVENT ID", "STATE", "EVENT TYPE", "AGGREGATE", "ATTEMPTS", "AGE", "LAST ERROR")
 	for _, e := range page.Events {
@@ -531,4 +531,28 @@ func runEvents(ctx context.Context, args []string, io IO) error {
 		fmt.Fprintf(io.Out, "next: %s\n", page.Next)
 	}
 	return nil
+}
+
+// writeEventsJSON prints a page of events with each event's attempt history
+// (by event id; a role that may not read it gets the reason instead).
+func writeEventsJSON(ctx context.Context, io IO, in *inspect.Inspector, page inspect.Page) error {
+	ids := make([]string, len(page.Events))
+	for k, e := range page.Events {
+		ids[k] = e.EventID
+	}
+	out := struct {
+		inspect.Page
+		AttemptHistory map[string][]inspect.Attempt `json:"attempt_history"`
+		HistoryError   string                       `json:"attempt_history_error,omitempty"`
+	}{Page: page}
+	h, err := in.AttemptHistory(ctx, ids)
+	switch {
+	case errors.Is(err, inspect.ErrHistoryRefused):
+		out.HistoryError, out.AttemptHistory = err.Error(), map[string][]inspect.Attempt{}
+	case err != nil:
+		return err
+	default:
+		out.AttemptHistory = h
+	}
+	return writeJSON(io.Out, out)
 }

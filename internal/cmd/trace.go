@@ -188,12 +188,12 @@ func printTrace(w io.Writer, t inspect.Trace, withKafka bool, now time.Time) {
 		fmt.Fprintf(w, "  %-28s %s\n", short(termtext.Sanitize(c.Consumer), 28), ts(&c.ConsumedAt))
 	}
 	fmt.Fprintln(w)
-	kv("AUDIT", fmt.Sprintf("%d operator actions", len(t.Audit)))
-	for _, a := range t.Audit {
-		line := fmt.Sprintf("  #%-5d %s  %-11s by %s", a.ID, ts(&a.At), a.Action, short(termtext.Sanitize(a.Actor), 40))
-		if a.Reason != "" {
-			line += ": " + short(termtext.Sanitize(a.Reason), 80)
-		}
-		fmt.Fprintln(w, line)
+	items := t.Timeline()
+	kv("HISTORY", fmt.Sprintf("%d tries that did not end published, %d operator actions", len(t.AttemptHistory), len(t.Audit)))
+	if t.HistoryError != "" {
+		fmt.Fprintln(w, "  "+termtext.Sanitize(t.HistoryError))
+	}
+	for _, h := range items {
+		fmt.Fprintf(w, "  %s  %s\n", ts(&h.At), short(termtext.OneLine(termtext.Sanitize(h.What())), 300))
 	}
 }

@@ -57,7 +57,7 @@ func TestTraceFollowsOneEvent(t *testing.T) {
 		t.Fatalf("trace: %+v", r)
 	}
 	for _, want := range []string{"EVENT " + traceOrder + "  OrderPlaced  order/4711", "state           published", k.Prefix + "outbox.order [partition 0] @ offset",
-		"record          found · key 4711", "event_id=" + traceOrder, "CONSUMERS       1 applied it", "billing", "AUDIT           0 operator actions",
+		"record          found · key 4711", "event_id=" + traceOrder, "CONSUMERS       1 applied it", "billing", "HISTORY         0 tries that did not end published, 0 operator actions",
 		// the relay ran in this process: the row names it
 		"published by    " + relay.DefaultHolder() + "\n"} {
 		if !strings.Contains(r.out, want) {

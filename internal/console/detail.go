@@ -144,10 +144,12 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 		line("kafka", coord)
 	}
 	line("replay_of", termtext.Sanitize(d.ReplayOf))
+	line("correction_of", termtext.Sanitize(d.CorrectionOf))
 	if d.LastError != "" {
 		b.WriteString("\nLAST ERROR\n")
 		b.WriteString(indent(bounded(termtext.SanitizeText(d.LastError))))
 	}
+	b.WriteString(historyText(d, now))
 	if len(d.Headers) > 0 && string(d.Headers) != "null" {
 		b.WriteString("\nHEADERS\n")
 		b.WriteString(indent(bounded(termtext.SanitizeText(pretty(d.Headers)))))
@@ -163,6 +165,12 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 	for _, c := range d.Consumed {
 		fmt.Fprintf(&b, "  %-30s %s\n", termtext.Sanitize(c.Consumer), c.ConsumedAt.UTC().Format("2006-01-02 15:04:05.000Z"))
 	}
+	if len(d.CorrectedAs) > 0 {
+		b.WriteString("\nCORRECTED AS\n")
+		for _, c := range d.CorrectedAs {
+			b.WriteString("  " + termtext.Sanitize(c) + "\n")
+		}
+	}
 	if len(d.Replays) > 0 {
 		b.WriteString("\nREPLAYED AS\n")
 		for _, r := range d.Replays {
@@ -170,6 +178,27 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// historyText is the event's timeline: every try that did not end published
+// and every operator action on it, oldest first, one entry a line (wrapped by
+// the view), each with its time; nothing when there is none, so that an
+// event that never went wrong keeps its payload on the first screen.
+func historyText(d inspect.EventDetail, now time.Time) string {
+	items := d.Timeline()
+	if len(items) == 0 && d.HistoryError == "" {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nHISTORY (%d)\n", len(items))
+	if d.HistoryError != "" {
+		b.WriteString("  " + termtext.Sanitize(d.HistoryError) + "\n")
+	}
+	for _, h := range items {
+		fmt.Fprintf(&b, "  %s %8s ago  %s\n", h.At.UTC().Format("15:04:05.000"), age(now.Sub(h.At)),
+			bounded(termtext.OneLine(termtext.Sanitize(h.What()))))
+	}
+	return b.String()
 }
 
 // holderLabel names what lease_holder means for e: the relay holding its lease,

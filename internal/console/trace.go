@@ -11,7 +11,8 @@ import (
 )
 
 // traceMsg is the part of an event's detail read once when it opens: its record
-// read back from Kafka and the operators' actions on it, as sanitized text.
+// read back from Kafka, as sanitized text (the operators' actions on it are in
+// the detail's history, read with every refresh).
 type traceMsg struct {
 	id   string
 	text string
@@ -33,7 +34,7 @@ func loadTrace(ctx context.Context, in *inspect.Inspector, kafka inspect.KafkaCl
 	return traceMsg{id: id, text: traceText(t, kafka != nil, now())}
 }
 
-// traceText lays out the record and the audit rows. Every piece of event data
+// traceText lays out the record. Every piece of event data
 // passes through Sanitize here.
 func traceText(t inspect.Trace, withKafka bool, now time.Time) string {
 	var b strings.Builder
@@ -62,17 +63,6 @@ func traceText(t inspect.Trace, withKafka bool, now time.Time) string {
 		for _, h := range k.Headers {
 			fmt.Fprintf(&b, "  %-16s %s\n", termtext.Sanitize(h.Key), bounded(termtext.Sanitize(h.Value)))
 		}
-	}
-	fmt.Fprintf(&b, "\nAUDIT (%d)\n", len(t.Audit))
-	if len(t.Audit) == 0 {
-		b.WriteString("  no operator action touched this event\n")
-	}
-	for _, a := range t.Audit {
-		line := fmt.Sprintf("  #%d %s %s by %s", a.ID, when(a.At), termtext.Sanitize(a.Action), termtext.Sanitize(a.Actor))
-		if a.Reason != "" {
-			line += ": " + termtext.Sanitize(a.Reason)
-		}
-		b.WriteString(line + "\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

@@ -18,6 +18,16 @@ type EventDetail struct {
 	// Replays are the event_ids of events inserted with replay_of = this id
 	// (excluding the event itself when it was replayed under its own id).
 	Replays []string `json:"replays"`
+	// CorrectedAs are the ids of the corrected copies that replaced this event.
+	CorrectedAs []string `json:"corrected_as"`
+	// AttemptHistory is the event's tries that did not end published, oldest
+	// first (see Attempt); HistoryError says why it could not be read, when
+	// it could not.
+	AttemptHistory []Attempt `json:"attempt_history"`
+	HistoryError   string    `json:"attempt_history_error,omitempty"`
+	// Audit lists the outbox_audit rows whose event_ids hold this event, oldest
+	// first. Timeline merges the two.
+	Audit []AuditEntry `json:"audit"`
 }
 
 // Consumption is one consumed_event row.
@@ -62,6 +72,33 @@ func (i *Inspector) Detail(ctx context.Context, id string) (EventDetail, error) 
 	d.Replays, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return EventDetail{}, fmt.Errorf("reading replays of %s: %w", id, err)
+	}
+	rows, err = i.pool.Query(ctx, i.q.SQL("event_corrections"), id)
+	if err != nil {
+		return EventDetail{}, fmt.Errorf("reading corrections of %s: %w", id, err)
+	}
+	d.CorrectedAs, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return EventDetail{}, fmt.Errorf("reading corrections of %s: %w", id, err)
+	}
+	rows, err = i.pool.Query(ctx, i.q.SQL("trace_audit"), id)
+	if err != nil {
+		return EventDetail{}, fmt.Errorf("reading audit rows of %s: %w", id, err)
+	}
+	d.Audit, err = pgx.CollectRows(rows, pgx.RowToStructByPos[AuditEntry])
+	if err != nil {
+		return EventDetail{}, fmt.Errorf("reading audit rows of %s: %w", id, err)
+	}
+	// A role without the history's grant still sees the event: the history
+	// says why it is missing.
+	d.AttemptHistory = []Attempt{}
+	switch h, err := i.AttemptHistory(ctx, []string{id}); {
+	case errors.Is(err, ErrHistoryRefused):
+		d.HistoryError = err.Error()
+	case err != nil:
+		return EventDetail{}, err
+	case h[id] != nil:
+		d.AttemptHistory = h[id]
 	}
 	return d, nil
 }

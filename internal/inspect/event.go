@@ -41,7 +41,10 @@ type Event struct {
 	KafkaPartition *int32     `json:"kafka_partition,omitempty"`
 	KafkaOffset    *int64     `json:"kafka_offset,omitempty"`
 	ReplayOf       string     `json:"replay_of,omitempty"`
-	ArchivedAt     *time.Time `json:"archived_at,omitempty"`
+	// CorrectionOf is set on a corrected copy: the id of the failed event it
+	// replaces (see Correction).
+	CorrectionOf string     `json:"correction_of,omitempty"`
+	ArchivedAt   *time.Time `json:"archived_at,omitempty"`
 	// Age is now() − created_at by the database's clock when the row was read.
 	Age          Age `json:"age_seconds"`
 	PayloadBytes int `json:"payload_bytes"`
@@ -58,7 +61,7 @@ func scanEvent(row pgx.Row) (Event, error) {
 	err := row.Scan(&e.EventID, &e.Seq, &state, &e.AggregateType, &e.AggregateID, &e.EventType,
 		&e.Topic, &e.CreatedAt, &e.AvailableAt, &e.Attempts, &e.LeaseToken, &e.LeaseUntil, &e.LeaseHolder,
 		&e.LeaseExpired, &e.PublishedAt, &e.FailedAt, &e.LastError,
-		&e.KafkaTopic, &e.KafkaPartition, &e.KafkaOffset, &e.ReplayOf, &e.ArchivedAt,
+		&e.KafkaTopic, &e.KafkaPartition, &e.KafkaOffset, &e.ReplayOf, &e.CorrectionOf, &e.ArchivedAt,
 		&age, &e.PayloadBytes, &payload, &headers)
 	if err != nil {
 		return Event{}, err

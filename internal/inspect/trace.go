@@ -102,9 +102,6 @@ func uuidText(h string) string {
 // the inboxes that applied it and, when checked, its record in Kafka.
 type Trace struct {
 	EventDetail
-	// Audit lists the outbox_audit rows whose event_ids hold this event, oldest
-	// first.
-	Audit []AuditEntry `json:"audit"`
 	// Kafka is the record read back at the row's coordinates; nil when the row has
 	// none (not published) or Kafka was not asked (see CheckRecord).
 	Kafka *RecordCheck `json:"kafka,omitempty"`
@@ -119,10 +116,12 @@ type AuditEntry struct {
 	Rows   int       `json:"rows"`
 	Reason string    `json:"reason,omitempty"`
 	DBUser string    `json:"db_user,omitempty"`
+	// Diff is what the action changed in the event's payload (a correction).
+	Diff []Change `json:"diff,omitempty"`
 }
 
-// Trace resolves idOrPrefix (see Resolve) and reads the event's row, inbox rows,
-// replays and audit rows. The Kafka side is CheckRecord's.
+// Trace resolves idOrPrefix (see Resolve) and reads the event's detail: row,
+// inbox rows, replays, attempt history and audit rows. The Kafka side is CheckRecord's.
 func (i *Inspector) Trace(ctx context.Context, idOrPrefix string) (Trace, error) {
 	id, err := i.Resolve(ctx, idOrPrefix)
 	if err != nil {
@@ -132,14 +131,5 @@ func (i *Inspector) Trace(ctx context.Context, idOrPrefix string) (Trace, error)
 	if err != nil {
 		return Trace{}, err
 	}
-	t := Trace{EventDetail: d}
-	rows, err := i.pool.Query(ctx, i.q.SQL("trace_audit"), id)
-	if err != nil {
-		return Trace{}, fmt.Errorf("reading audit rows of %s: %w", id, err)
-	}
-	t.Audit, err = pgx.CollectRows(rows, pgx.RowToStructByPos[AuditEntry])
-	if err != nil {
-		return Trace{}, fmt.Errorf("reading audit rows of %s: %w", id, err)
-	}
-	return t, nil
+	return Trace{EventDetail: d}, nil
 }

@@ -163,8 +163,9 @@ func (t *Templates) SQL(name string, fields ...map[string]any) string {
 }
 
 // objects are the names of outboxtop's tables and functions (outbox_event,
-// outbox_event_archive, consumed_event, outbox_audit, outboxtop_*).
-var objects = regexp.MustCompile(`(?i)(^|[^\w."$])((?:outbox_event|outbox_event_archive|consumed_event|outbox_audit|outbox_relay|outboxtop_[a-z_]+)\b)`)
+// outbox_event_archive, consumed_event, outbox_audit, outbox_relay,
+// outbox_attempt, outboxtop_*).
+var objects = regexp.MustCompile(`(?i)(^|[^\w."$])((?:outbox_event|outbox_event_archive|consumed_event|outbox_audit|outbox_relay|outbox_attempt|outboxtop_[a-z_]+)\b)`)
 
 // comments and literals are skipped by Check: they may name tables.
 var commentsAndLiterals = regexp.MustCompile(`(?s)--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'`)

@@ -43,6 +43,12 @@ DECLARE
     got boolean;
     was pg_catalog.text;
 BEGIN
+    -- A corrected copy (outboxtop_correct, the only writer that may set
+    -- correction_of) takes the seq of the event it replaces: its place in the
+    -- order was taken when that event was inserted.
+    IF NEW.correction_of IS NOT NULL THEN
+        RETURN NEW;
+    END IF;
     -- n is this row's place in the transaction's inserts, counted up to
     -- order_lock_rows + 1: that value, once stored, means the table's lock is
     -- held exclusively and nothing is left to take (taking a lock held

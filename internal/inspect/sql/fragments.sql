@@ -17,7 +17,7 @@ NULLs in their place).
 		coalesce(topic, ''), {{finite "created_at"}}, {{finite "available_at"}}, attempts,
 		coalesce(lease_token::text, ''), {{finite "lease_until"}}, coalesce(lease_holder, ''),
 		coalesce({{state "expired"}}, false), {{finite "published_at"}}, {{finite "failed_at"}},
-		coalesce(last_error, ''), coalesce(kafka_topic, ''), kafka_partition, kafka_offset, coalesce(replay_of::text, ''),
+		coalesce(last_error, ''), coalesce(kafka_topic, ''), kafka_partition, kafka_offset, coalesce(replay_of::text, ''), coalesce(correction_of::text, ''),
 		{{if .archived}}{{finite "archived_at"}}{{else}}{{finite "NULL::timestamptz"}}{{end}}, {{age "created_at"}}, octet_length(payload::text), {{if .body}}payload, headers{{else}}NULL::jsonb, NULL::jsonb{{end}}
 {{- end}}
 
