@@ -44,6 +44,7 @@ var flagGroups = []struct {
 	{"Thresholds (monitoring check)", []string{"warn-oldest", "crit-oldest", "warn-failed", "crit-failed", "warn-blocked",
 		"crit-blocked", "max-oldest", "max-failed", "warn-no-relay", "crit-no-relay", "warn-horizon", "crit-horizon",
 		"warn-lag", "crit-lag", "max-lag", "warn-lag-age", "crit-lag-age"}},
+	{"Paced runs (--rate N/s, --max N, --resume RUN)", []string{"rate", "max", "chunk", "resume"}},
 	{"Logging and connection", []string{"log-format", "log-level", "connect-timeout"}},
 	{"Fleet target", []string{"fleet", "outbox"}},
 }

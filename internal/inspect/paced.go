@@ -191,6 +191,9 @@ func (r *Run) Total() int64 { return r.total() }
 // DoneBefore is the events earlier sessions of the run covered.
 func (r *Run) DoneBefore() int64 { return r.doneBefore }
 
+// ChangedBefore is the rows earlier sessions of the run changed.
+func (r *Run) ChangedBefore() int64 { return r.changedBefore }
+
 func (r *Run) total() int64 {
 	t := r.doneBefore + r.window
 	if r.req.Max > 0 {
