@@ -158,7 +158,11 @@ func (i *Inspector) List(ctx context.Context, o ListOptions) (Page, error) {
 	}
 	q := i.q.SQL("list", map[string]any{"table": table, "archived": archived, "key": expr,
 		"where": w.sql(), "order": order, "limit": limit + 1})
-	rows, err := i.pool.Query(ctx, q, w.args...)
+	args := w.args
+	if o.Filter.SearchesJSON() {
+		args = oneShot(args) // planned for its values, as indexServes saw it
+	}
+	rows, err := i.pool.Query(ctx, q, args...)
 	if err != nil {
 		return Page{}, fmt.Errorf("listing %s events: %w", o.State, err)
 	}
