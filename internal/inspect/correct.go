@@ -116,7 +116,7 @@ func correctionError(err error) error {
 	case "22023", "22P02", "22P05":
 		return invalidf("%s", pgErr.Message)
 	case "42501", "42883":
-		return fmt.Errorf("correct refused: this role may not correct events (apply `outboxtop grants --role operator`, which grants EXECUTE on outboxtop_correct): %s", pgErr.Message)
+		return fmt.Errorf("correct refused: this role may not correct events (apply `outboxtop grants --role operator`, which grants EXECUTE on outboxtop_correct): %w", err)
 	}
 	return fmt.Errorf("correct: %w", lockedRows(err))
 }

@@ -64,6 +64,20 @@ var forgeries = []struct{ what, sql string }{
 	{"rename a relay's state", `UPDATE outbox_relay SET state = 'stopped'`},
 	{"erase the relays' heartbeats", `DELETE FROM outbox_relay`},
 	{"change the version table", `DELETE FROM outboxtop_schema_version`},
+	{"forge a corrected copy (an event in another's place, linked to it)", `INSERT INTO outbox_event (event_id, aggregate_type,
+		aggregate_id, event_type, payload, correction_of) VALUES (gen_random_uuid(), 'order', 'o-1', 'e', '{"amount":1000000}', '{pending}')`},
+	{"forge a corrected copy in the original's seq", `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type,
+		payload, seq, correction_of) OVERRIDING SYSTEM VALUE SELECT gen_random_uuid(), aggregate_type, aggregate_id, event_type,
+		'{"amount":1000000}', seq, event_id FROM outbox_event WHERE event_id = '{pending}'`},
+	{"link an archived event to a forged correction", `UPDATE outbox_event_archive SET correction_of = gen_random_uuid() WHERE event_id = '{archived}'`},
+	{"forge an attempt with a chosen time", `INSERT INTO outbox_attempt (event_id, at, attempt, class, outcome)
+		VALUES ('{pending}', '2020-01-01', 1, 'retriable', 'schedule')`},
+	{"forge an attempt with a chosen id", `INSERT INTO outbox_attempt (event_id, attempt_id, attempt, class, outcome)
+		OVERRIDING SYSTEM VALUE VALUES ('{pending}', -1, 1, 'retriable', 'schedule')`},
+	{"rewrite an attempt", `UPDATE outbox_attempt SET error = 'nothing happened'`},
+	{"erase the attempt history", `DELETE FROM outbox_attempt`},
+	{"truncate the attempt history", `TRUNCATE outbox_attempt`},
+	{"prune the attempt history through its trigger function", `SELECT outboxtop_attempt_prune()`},
 	{"create a table", `CREATE TABLE public.forged (x int)`},
 	{"replace an action function", `CREATE OR REPLACE FUNCTION public.outboxtop_audit_relay(p_actor text, p_action text)
 		RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`},
@@ -321,11 +335,38 @@ func TestEveryActionWritesExactlyOneAuditRow(t *testing.T) {
 			t.Errorf("pause=%v wrote %d audit rows, want 1", pause, got-n)
 		}
 	}
+	// A correction: one audit row naming the original and the copy, with the
+	// diff the database computed, whatever the caller passed as its filter.
+	failed := b.insert(t, "order", "o-9", 1)[0]
+	if _, err := b.admin.Exec(b.ctx, `UPDATE outbox_event SET failed_at = now(), last_error = 'bad amount' WHERE event_id = $1`, failed); err != nil {
+		t.Fatal(err)
+	}
+	n := audits()
+	res, err := in.Correct(b.ctx, inspect.Correction{ID: failed, Payload: []byte(`{"amount": 5}`), Reason: "typo", Actor: "carol"})
+	if err != nil {
+		t.Fatalf("correct under the operator grants: %v", err)
+	}
+	var ids2 []string
+	var diff, dbUser string
+	if err := b.admin.QueryRow(b.ctx, `SELECT event_ids::text[], diff::text, db_user FROM outbox_audit WHERE audit_id = $1`, res.AuditID).
+		Scan(&ids2, &diff, &dbUser); err != nil {
+		t.Fatal(err)
+	}
+	if got := audits(); got != n+1 || len(ids2) != 2 || ids2[0] != failed || ids2[1] != res.EventIDs[0] || dbUser != b.role || !strings.Contains(diff, `"path"`) {
+		t.Errorf("correct wrote %d audit rows: ids %v diff %s db_user %q; want 1 naming %s and %v, a diff, %s",
+			got-n, ids2, diff, dbUser, failed, res.EventIDs, b.role)
+	}
+	// The function checks the state itself: a pending event is not corrected.
+	pending := b.insert(t, "order", "o-10", 1)[0]
+	if _, err := b.as.Exec(b.ctx, `SELECT outboxtop_correct('carol', 'x', $1, '{"amount": 6}', '{}')`, pending); err == nil ||
+		!strings.Contains(err.Error(), "is not failed") {
+		t.Errorf("correcting a pending event through the function: %v, want a refusal", err)
+	}
 	var actions string
 	if err := b.admin.QueryRow(b.ctx, `SELECT string_agg(action, ' ' ORDER BY audit_id) FROM outbox_audit`).Scan(&actions); err != nil {
 		t.Fatal(err)
 	}
-	if want := "retry park retry archive replay reset-lease pause resume"; actions != want {
+	if want := "retry park retry archive replay reset-lease pause resume correct"; actions != want {
 		t.Errorf("audit actions %q, want %q", actions, want)
 	}
 	// An archive cannot add its rows to another action's audit row.
@@ -366,7 +407,7 @@ func TestActionFunctionsArePinned(t *testing.T) {
 	// outboxtop_relay_beat is the relay's (TestOnlyTheRelayBeats).
 	operatorMay := map[string]bool{"outboxtop_retry": true, "outboxtop_reset_lease": true, "outboxtop_park": true,
 		"outboxtop_skip": true, "outboxtop_archive": true, "outboxtop_replay": true, "outboxtop_audit_relay": true,
-		"outboxtop_audit_terminate": true}
+		"outboxtop_audit_terminate": true, "outboxtop_correct": true}
 	n := 0
 	for rows.Next() {
 		var name, config string
@@ -388,8 +429,8 @@ func TestActionFunctionsArePinned(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n != 13 {
-		t.Errorf("%d SECURITY DEFINER functions, want 13 (the six actions, the audit writer, the pause and terminate audits, two housekeeping, the relay heartbeat, the inbox prune)", n)
+	if n != 15 {
+		t.Errorf("%d SECURITY DEFINER functions, want 15 (the six actions and the correction, the audit writer, the pause and terminate audits, two housekeeping, the relay heartbeat, the inbox prune, the history's prune)", n)
 	}
 }
 

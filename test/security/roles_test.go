@@ -192,6 +192,21 @@ func TestRelayGrants(t *testing.T) {
 	if got := len(k.Consume(t, 25, 30*time.Second, k.Prefix+"outbox.order")); got < 25 {
 		t.Errorf("Kafka holds %d records, want 25", got)
 	}
+	// The poison event's failed try is in its attempt history, written under
+	// the relay grants (column-level INSERT on outbox_attempt): by this relay,
+	// with the database's own time. The published events have none.
+	var tries int
+	var holder, class string
+	if err := b.admin.QueryRow(b.ctx, `SELECT count(*), min(h.lease_holder), min(h.class) FROM outbox_attempt h
+		JOIN outbox_event e USING (event_id) WHERE e.aggregate_type = 'bad topic!' AND h.at > now() - interval '5 minutes'`).
+		Scan(&tries, &holder, &class); err != nil || tries != 1 || holder != relay.DefaultHolder() || class != "permanent" {
+		t.Errorf("the poison event's history under the relay grants: %d tries by %q, class %q (%v); want 1 by %s, permanent",
+			tries, holder, class, err, relay.DefaultHolder())
+	}
+	var all int
+	if err := b.admin.QueryRow(b.ctx, `SELECT count(*) FROM outbox_attempt`).Scan(&all); err != nil || all != 1 {
+		t.Errorf("%d history rows in all (%v), want only the poison event's", all, err)
+	}
 
 	for what, sql := range map[string]string{
 		"insert an event":          `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload) VALUES (gen_random_uuid(), 'a', 'b', 'c', '{}')`,
@@ -202,6 +217,8 @@ func TestRelayGrants(t *testing.T) {
 		"read an inbox":            `SELECT count(*) FROM consumed_event`,
 		"create a table":           `CREATE TABLE public.relay_was_here (x int)`,
 		"change the version table": `DELETE FROM outboxtop_schema_version`,
+		"read the attempt history": `SELECT count(*) FROM outbox_attempt`,
+		"correct an event":         `SELECT outboxtop_correct('r', 'x', gen_random_uuid(), '{}', '{}')`,
 	} {
 		_, err := b.as.Exec(b.ctx, sql)
 		assertDenied(t, "relay may not "+what, err)
@@ -240,9 +257,14 @@ func TestConsoleGrants(t *testing.T) {
 			t.Errorf("List %s under the console grants: %v", st, err)
 		}
 	}
-	if _, err := in.Detail(b.ctx, ids[0]); err != nil {
-		t.Errorf("Detail under the console grants: %v", err)
+	if d, err := in.Detail(b.ctx, ids[0]); err != nil || d.HistoryError != "" {
+		t.Errorf("Detail under the console grants: %v (attempt history: %q)", err, d.HistoryError)
 	}
+	if _, err := in.PreviewCorrection(b.ctx, inspect.Correction{ID: ids[0], Payload: []byte(`{"fixed": 1}`), Reason: "x"}); err != nil {
+		t.Errorf("a correction's preview only reads: %v", err)
+	}
+	_, err = in.Correct(b.ctx, inspect.Correction{ID: ids[0], Payload: []byte(`{"fixed": 1}`), Reason: "x", Actor: "console-test"})
+	assertDenied(t, "console may not correct", err)
 	if _, err := in.DryRun(b.ctx, inspect.Request{Action: inspect.Retry, IDs: ids[:1]}); err != nil {
 		t.Errorf("a dry run only reads: %v", err)
 	}
