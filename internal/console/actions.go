@@ -37,6 +37,13 @@ type pendingAction struct {
 	// terminateText its application, state and age (sanitized).
 	terminate     *inspect.XminHolder
 	terminateText string
+	// bulk: the action is on every event matching the view's filter
+	// (bulkFilter, bulk.go), bulkCount of them as the list counted, paced at
+	// rate (0: not paced).
+	bulk       bool
+	bulkCount  inspect.Count
+	bulkFilter string
+	rate       float64
 }
 
 type actionDoneMsg struct {
@@ -67,6 +74,9 @@ func (m *Model) actionFor(msg tea.KeyPressMsg, k KeyMap) (inspect.Action, bool) 
 // actionKey handles r, l, a, x, s and R: refused in read-only mode, else a confirm
 // prompt for the marked events (or the one under the cursor, or the one in detail).
 func (m *Model) actionKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
+	if m.bulkKey(msg) {
+		return nil, true
+	}
 	if m.opts.ReadOnly {
 		if _, ok := m.actionFor(msg, m.allKeys); ok || key.Matches(msg, m.allKeys.Pause) || key.Matches(msg, m.allKeys.Terminate) {
 			m.setStatus("read-only console: actions are refused", true)
@@ -93,6 +103,9 @@ func (m *Model) actionKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	if !applies {
 		m.setStatus(fmt.Sprintf("%s does not apply to %s events: open %s", a, strings.ToLower(lv.title), viewsFor(a)), true)
 		return nil, true
+	}
+	if m.mode == modeNormal && m.allMarked(m.view) {
+		return m.bulkAction(a, lv)
 	}
 	var ids []string
 	if m.mode == modeDetail {
@@ -139,6 +152,9 @@ func (p *pendingAction) prompt() string {
 	}
 	if p.terminate != nil {
 		return fmt.Sprintf("End pid %d with pg_terminate_backend? [y/N] (%s)", p.terminate.PID, p.terminateText)
+	}
+	if p.bulk {
+		return p.bulkPrompt()
 	}
 	shown := p.ids
 	if len(shown) > 3 {
@@ -240,6 +256,9 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	if p.terminate != nil {
 		return m.runTerminate(*p.terminate)
+	}
+	if p.bulk {
+		return m.runBulk(p, newID)
 	}
 	m.setStatus(fmt.Sprintf("%s %s…", p.action, events(len(p.ids))), false)
 	in, ctx := m.opts.Inspector, m.opts.Context

@@ -96,6 +96,8 @@ type Model struct {
 	overviewShown []overviewTarget
 	// pane is what the Overview's lower half shows (t cycles it).
 	pane overviewPane
+	// bulk is the bulk action over a whole filter (bulk.go).
+	bulk bulkState
 }
 
 // New returns the console's model. Run it with Run, or drive Update directly.
@@ -166,6 +168,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.actionDone(msg)
 	case terminateDoneMsg:
 		return m, m.terminateDone(msg)
+	case bulkStartedMsg, bulkProgressMsg, bulkDoneMsg:
+		return m, m.bulkMsg(msg)
 	case statusMsg:
 		m.setStatus(msg.text, msg.bad)
 		return m, m.startLoad()
@@ -234,6 +238,9 @@ func (m *Model) bodySize() (int, int) {
 	h := m.height - 4
 	if m.bannerText() != "" {
 		h--
+	}
+	if m.bulk.run != nil {
+		h-- // the bulk run's progress row
 	}
 	return m.width, max(h, 1)
 }
@@ -431,8 +438,7 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		t.cursor++
 		t.clamp()
 	case key.Matches(msg, k.MarkAll):
-		n := t.markAll()
-		m.setStatus(markedText(n, t.more), false)
+		m.markAllKey(t)
 	case key.Matches(msg, k.Sort):
 		lv := listViews[m.view]
 		for i, s := range lv.sorts {

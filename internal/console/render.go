@@ -60,6 +60,9 @@ func (m *Model) Render() string {
 		bl = append(bl, "")
 	}
 	lines = append(lines, bl[:h]...)
+	if row := m.bulkRow(); row != "" {
+		lines = append(lines, m.styles.prompt.Render(row))
+	}
 	lines = append(lines, m.statusLine(), m.footer())
 	return strings.Join(lines, "\n")
 }
@@ -206,9 +209,7 @@ func (m *Model) listInfo(w int) string {
 	}
 	// Marks first: at 80 columns the end of the line is what gets cut.
 	s := strings.ToUpper(lv.title)
-	if n := len(t.markOrder); n > 0 {
-		s += fmt.Sprintf(" · %d marked", n)
-	}
+	s += m.markedInfo(t)
 	switch {
 	case !t.loaded && m.loadErr != nil:
 		s += " · not loaded: the database does not answer"
