@@ -70,7 +70,7 @@ func commands() []command {
 		{"migrate", "apply the schema migrations and exit", runMigrate},
 		{"status", "one-shot snapshot of the outbox; a monitoring check (exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN)", runStatus},
 		{"events", "list events in a state, with filters", runEvents},
-		{"trace", "follow one event: its row, audit rows, its record read back from Kafka, the inboxes that applied it", runTrace},
+		{"trace", "follow one event: its row, failed tries and audit rows, its record read back from Kafka, the inboxes that applied it", runTrace},
 		{"audit", "list the operators' actions (outbox_audit), newest first, with filters", runAudit},
 		{"retry", "make failed or scheduled events ready now", runRetry},
 		{"reset-lease", "make leased events claimable now", runResetLease},
