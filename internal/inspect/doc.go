@@ -175,6 +175,60 @@
 // the session's lock_timeout (ActionLockTimeout for the CLI and the consoles),
 // or a deadlock every time, is ErrRowsLocked: nothing was changed.
 //
+// # Paced runs
+//
+// Do changes every event of its target in one transaction. A paced run
+// (NewRun, then Run.Do) does retry, reset-lease or replay over a target in
+// chunks instead, so that a million retried events do not reach the relay
+// and the consumers behind it at once:
+//
+//	run, err := in.NewRun(ctx, inspect.PacedRequest{Request: req, Rate: 500, Max: 10000})
+//	defer run.Close()
+//	res, err := run.Do(ctx, func(p inspect.Progress) { … })   // p.Done, p.Total, p.Rate, p.ETA
+//	run, err = in.ResumeRun(ctx, run.ID(), inspect.ResumeOptions{Actor: "bob"})
+//
+// NewRun reads the run's window: the events the target selects and the
+// highest seq among them. Do reads the events left in the window once, in seq
+// order, and hands them to the action's function a chunk at a time (Chunk,
+// by default a second's worth at Rate, at most MaxChunk = AuditIDLimit so the
+// audit row names every event it changed), each chunk in a transaction of its
+// own that first selects the chunk's events again by id with the target's
+// conditions (state and filter: an event that changed since it was read is
+// left alone, as in Do). A chunk's audit row is written by the function, in
+// that transaction, and carries in its filter, beside the request's, the run:
+// {"run": {"id", "cursor", "upto", "n", "rate", "max", "chunk"}}, where cursor
+// is the seq of the chunk's last event and n the events it covers. The
+// changes and the cursor commit together or not at all, so an interrupt at
+// any point (a cancelled context, a lost connection, kill -9) leaves the run
+// exactly where its last recorded chunk ends. ResumeRun reads those rows
+// (through outbox_audit_at_idx from the time in the run's id, and only the
+// caller's database login's rows, db_user), takes the action, target,
+// states, reason and window from them, and Do goes on after the highest
+// cursor. The pacer (pacer) starts each chunk no sooner than its events'
+// share of the rate after the one before and never makes up lost time with
+// a burst; Clock is injected, so its tests move time by hand.
+//
+// Nothing is done twice by a run: the cursor only grows, and what is below
+// it is never read again. A retried event keeps its seq, so one that failed
+// again after the run retried it is below the cursor and stays failed.
+// Replay gives an event a new seq, past the window's end (seq only grows),
+// and a copy under a new id a new seq too; both tables' seq are one order
+// (the archive keeps the seq a row had), so replay's window spans the outbox
+// and the archive and a replayed event, even published again meanwhile,
+// never comes back in. A session advisory lock on the run's id, held by the
+// connection the chunks go through, keeps two sessions from doing one run
+// at once (ErrRunBusy). A chunk none of whose events still qualifies calls
+// nothing and writes no row; the next row's n covers it.
+//
+// The run's rows are evidence, not authority: the filter column is what the
+// caller passed the function (roles with EXECUTE can call it with any
+// filter), so a role can write rows naming a run of its own with any cursor.
+// That steers only the resumes of that database login's runs (ResumeRun
+// reads no other login's rows), and a role able to write them can call the
+// action on those events directly anyway: a forged cursor makes a resume
+// skip or take events its caller could skip or act on. No new privilege
+// comes with runs: the chunks go through the same functions as Do.
+//
 // # Retention
 //
 // ArchiveOlderThan and DeleteArchivedOlderThan are for the relay's --archive-after
@@ -210,6 +264,7 @@
 //	trace.go        Resolve (id prefixes) and Trace: an event's audit rows
 //	audit.go        AuditLog: the audit trail, filtered
 //	actions.go      DryRun and Do (the targets), AuditRelay
+//	paced.go        NewRun, ResumeRun, Run.Do: paced runs in chunks, resumable
 //	publishable.go  OldestPublishableAge
 //	horizon.go      Horizon: what holds back the xmin horizon (the Snapshot's Health.Horizon)
 //	terminate.go    TerminateBackend: end a backend holding it, audited
