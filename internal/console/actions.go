@@ -17,7 +17,9 @@ import (
 
 // Park and skip ask for a reason on the prompt line (recorded in the audit row and
 // in the event's last_error); the other actions ask y/N.
-func needsReason(a inspect.Action) bool { return a == inspect.Park || a == inspect.Skip }
+func needsReason(a inspect.Action) bool {
+	return a == inspect.Park || a == inspect.Skip || a == actionCorrect
+}
 
 // pendingAction is an action waiting for its confirmation, bound to the ids
 // captured when the key was pressed.
@@ -44,6 +46,8 @@ type pendingAction struct {
 	bulkCount  inspect.Count
 	bulkFilter string
 	rate       float64
+	// correction, when set, is a corrected payload to send (correct.go).
+	correction *pendingCorrection
 }
 
 type actionDoneMsg struct {
@@ -78,7 +82,8 @@ func (m *Model) actionKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 		return nil, true
 	}
 	if m.opts.ReadOnly {
-		if _, ok := m.actionFor(msg, m.allKeys); ok || key.Matches(msg, m.allKeys.Pause) || key.Matches(msg, m.allKeys.Terminate) {
+		if _, ok := m.actionFor(msg, m.allKeys); ok || key.Matches(msg, m.allKeys.Pause) || key.Matches(msg, m.allKeys.Terminate) ||
+			key.Matches(msg, m.allKeys.Correct) {
 			m.setStatus("read-only console: actions are refused", true)
 			return nil, true
 		}
@@ -152,6 +157,9 @@ func (p *pendingAction) prompt() string {
 	}
 	if p.terminate != nil {
 		return fmt.Sprintf("End pid %d with pg_terminate_backend? [y/N] (%s)", p.terminate.PID, p.terminateText)
+	}
+	if p.correction != nil {
+		return p.correction.prompt(p.reason)
 	}
 	if p.bulk {
 		return p.bulkPrompt()
@@ -256,6 +264,9 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	if p.terminate != nil {
 		return m.runTerminate(*p.terminate)
+	}
+	if p.correction != nil {
+		return m.runCorrection(*p.correction, strings.TrimSpace(string(p.reason)))
 	}
 	if p.bulk {
 		return m.runBulk(p, newID)

@@ -18,8 +18,9 @@ type KeyMap struct {
 	// Actions: absent from help and refused in read-only mode.
 	Retry, ResetLease, Archive, Park, Skip, Replay, Pause key.Binding
 	// Terminate ends the backend holding the xmin horizon (the Overview's
-	// "horizon held" line).
-	Terminate key.Binding
+	// "horizon held" line). Correct edits a failed event's payload and sends
+	// the corrected copy.
+	Terminate, Correct key.Binding
 
 	Faster, Slower, Help, Quit key.Binding
 }
@@ -63,6 +64,7 @@ func DefaultKeyMap() KeyMap {
 		Replay:     b([]string{"R"}, "R", "replay"),
 		Pause:      b([]string{"p"}, "p", "pause/resume relay"),
 		Terminate:  b([]string{"T"}, "T", "end xmin holder"),
+		Correct:    b([]string{"e"}, "e", "correct payload ($EDITOR)"),
 
 		Faster: b([]string{"+", "="}, "+", "refresh faster"),
 		Slower: b([]string{"-"}, "-", "refresh slower"),
@@ -73,7 +75,7 @@ func DefaultKeyMap() KeyMap {
 
 // actionKeys are the bindings that change something.
 func (k *KeyMap) actionKeys() []*key.Binding {
-	return []*key.Binding{&k.Retry, &k.ResetLease, &k.Archive, &k.Park, &k.Skip, &k.Replay, &k.Pause, &k.Terminate}
+	return []*key.Binding{&k.Retry, &k.ResetLease, &k.Archive, &k.Park, &k.Skip, &k.Replay, &k.Pause, &k.Terminate, &k.Correct}
 }
 
 // readOnly disables the action keys: they vanish from help and no longer match.

@@ -39,6 +39,8 @@ const (
 
 // Model is the console's root model.
 type Model struct {
+	// edit, when set, stands in for the editor a correction opens (tests).
+	edit    func(path string, done func(error) tea.Msg) tea.Cmd
 	opts    Options
 	keys    KeyMap // what is offered (actions disabled in read-only mode)
 	allKeys KeyMap // what is recognized, to refuse actions by name
@@ -170,6 +172,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.terminateDone(msg)
 	case bulkStartedMsg, bulkProgressMsg, bulkDoneMsg:
 		return m, m.bulkMsg(msg)
+	case correctFileMsg, correctEditedMsg, correctPreviewMsg, correctDoneMsg:
+		return m, m.correctStep(msg)
 	case statusMsg:
 		m.setStatus(msg.text, msg.bad)
 		return m, m.startLoad()
@@ -373,6 +377,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.togglePause()
 	case key.Matches(msg, k.Terminate):
 		return m.terminateKey()
+	case key.Matches(msg, k.Correct):
+		return m.correctKey()
 	}
 	if cmd, ok := m.actionKey(msg); ok {
 		return cmd

@@ -385,7 +385,7 @@ func (m *Model) helpScreen(w, h int) string {
 		{"MOVE", []key.Binding{pair(k.Up, k.Down), pair(k.Top, k.Bottom), pair(k.PageUp, k.PageDown), pair(k.Sort, k.Reverse)}},
 		{"CONSOLE", []key.Binding{k.AuditLog, k.Faster, k.Slower, k.Help, k.Quit}},
 		{"EVENTS", []key.Binding{k.Detail, k.Back, k.Filter, pair(k.Mark, k.MarkAll), k.Aggregate}},
-		{"ACTIONS (each asks y/N first)", []key.Binding{pair(k.Retry, k.ResetLease), pair(k.Park, k.Skip), pair(k.Archive, k.Replay), k.Pause, k.Terminate}},
+		{"ACTIONS (each asks y/N first)", []key.Binding{pair(k.Retry, k.ResetLease), pair(k.Park, k.Skip), pair(k.Archive, k.Replay), k.Pause, k.Terminate, k.Correct}},
 	}
 	var extras []key.Binding
 	for _, e := range m.opts.Extras {

@@ -1,0 +1,115 @@
+package console
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// editWith makes the console's editor a function of the file's JSON.
+func editWith(t *testing.T, change func(map[string]any) []byte) func(string, func(error) tea.Msg) tea.Cmd {
+	return func(path string, done func(error) tea.Msg) tea.Cmd {
+		return func() tea.Msg {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Error(err)
+				return done(err)
+			}
+			var v map[string]any
+			if err := json.Unmarshal(b, &v); err != nil {
+				t.Errorf("the editor got %q: %v", b, err)
+			}
+			if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("the payload file's mode: %v %v, want 0600", fi.Mode(), err)
+			}
+			if out := change(v); out != nil {
+				if err := os.WriteFile(path, out, 0o600); err != nil {
+					t.Error(err)
+				}
+			}
+			return done(nil)
+		}
+	}
+}
+
+// e on a failed event opens its payload in the editor, shows the diff on the
+// prompt with a reason to type, and enter sends the copy: the original is
+// archived, the copy waits in its place, and the temporary file is gone.
+func TestCorrectFromTheFailedView(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{})
+	b.keys("4")
+	r, ok := b.m.tables[viewFailed].current()
+	if !ok {
+		t.Fatal("no failed event listed")
+	}
+	var path string
+	b.m.edit = editWith(t, func(v map[string]any) []byte {
+		v["fixed"] = true
+		out, _ := json.Marshal(v)
+		return out
+	})
+	inner := b.m.edit
+	b.m.edit = func(p string, done func(error) tea.Msg) tea.Cmd { path = p; return inner(p, done) }
+	b.keys("e")
+	if b.m.mode != modeConfirm {
+		t.Fatalf("e did not reach the prompt:\n%s", b.text())
+	}
+	if s := b.text(); !strings.Contains(s, "Send the corrected copy of "+shortID(r.id)+" (fixed: added true)? reason:") {
+		t.Fatalf("the prompt does not show the diff:\n%s", s)
+	}
+	b.keys("enter") // no reason yet: the prompt stays
+	if b.m.mode != modeConfirm {
+		t.Fatal("enter without a reason left the prompt")
+	}
+	b.typeText("add the flag")
+	b.keys("enter")
+	if n := b.count(`SELECT count(*) FROM outbox_event_archive WHERE event_id = $1 AND failed_at IS NOT NULL
+		AND starts_with(last_error, 'corrected by tester as ')`, r.id); n != 1 {
+		t.Errorf("the original is not archived as corrected (%d rows)", n)
+	}
+	if n := b.count(`SELECT count(*) FROM outbox_event WHERE correction_of = $1 AND payload->>'fixed' = 'true' AND failed_at IS NULL`, r.id); n != 1 {
+		t.Errorf("%d corrected copies in the outbox, want 1", n)
+	}
+	if n := b.count(`SELECT count(*) FROM outbox_audit WHERE action = 'correct' AND reason = 'add the flag' AND jsonb_array_length(diff) = 1`); n != 1 {
+		t.Errorf("%d audit rows of the correction with its diff, want 1", n)
+	}
+	if s := b.text(); !strings.Contains(s, "corrected "+shortID(r.id)+" as ") {
+		t.Errorf("the status line does not report the correction:\n%s", s)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the payload file %s is left behind: %v", path, err)
+	}
+}
+
+// An editor that changes nothing, or leaves invalid JSON, sends nothing; a
+// read-only console refuses the key.
+func TestCorrectSendsNothingUnlessChanged(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{})
+	b.keys("4")
+	for _, c := range []struct {
+		out  []byte
+		want string
+	}{
+		{nil, "the payload was not changed; nothing sent"},
+		{[]byte(`{"broken": `), "not valid JSON; nothing changed"},
+	} {
+		b.m.edit = editWith(t, func(map[string]any) []byte { return c.out })
+		b.keys("e")
+		if s := b.text(); b.m.mode == modeConfirm || !strings.Contains(s, c.want) {
+			t.Errorf("editor output %q: want %q on the status line:\n%s", c.out, c.want, s)
+		}
+	}
+	if n := b.count(`SELECT count(*) FROM outbox_audit WHERE action = 'correct'`); n != 0 {
+		t.Errorf("%d corrections audited, want none", n)
+	}
+	ro := setup(t, Options{ReadOnly: true})
+	ro.keys("4", "e")
+	if s := ro.text(); !strings.Contains(s, "read-only console: actions are refused") {
+		t.Errorf("a read-only console does not refuse e:\n%s", s)
+	}
+}
