@@ -1,6 +1,9 @@
 package inspect
 
 import (
+	"encoding/json"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,4 +62,90 @@ func idShape(p string) string {
 		return "00000000-0000-4000-8000-000000000000" // Validate passed: a whole uuid
 	}
 	return "0"
+}
+
+// FuzzJSONTermSQL: a payload or header term is refused, or becomes one fixed
+// condition with one parameter; in a jsonpath parameter every key and string
+// the term holds is a quoted jsonpath string (decoding back to the text
+// written), and only validated numbers and literals stand outside quotes; a
+// containment parameter is a JSON object.
+func FuzzJSONTermSQL(f *testing.F) {
+	for _, s := range []string{"customer.id=42", "customer.id", `{"customer":{"tier":"gold"}}`, `items[*].sku="x"`,
+		`a=' || true || "`, "a=$1", `"a.b"[0]=null`, "a=\x00", "a=\xff", `a."\u0000"`, "x=1e999", "a=)||(@ == 1",
+		`trace-id=abc'; DROP TABLE outbox_event; --`, `a=\"`, `{"a":[1,{"b":"\u001b[31m"}]}`, "[0][*].a=-0.5E-3"} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	skeleton := regexp.MustCompile(`^strict \$(\.S|\[\*\]|\[[0-9]+\])*( \? \((@ == (-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?|true|false|null) \|\| )?@ == S\))?$`)
+	f.Fuzz(func(t *testing.T, term string, header bool) {
+		column := "payload"
+		flt := Filter{Payload: []string{term}}
+		if header {
+			column, flt = "headers", Filter{Headers: []string{term}}
+		}
+		tm, err := parseJSONTerm(column, term)
+		if (err == nil) != (flt.Validate() == nil) {
+			t.Fatalf("parse and Validate disagree on %q: %v", term, err)
+		}
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("a two-line error: %q", err)
+			}
+			return
+		}
+		var w where
+		w.addFilter(flt, "created_at")
+		if len(w.args) != 1 {
+			t.Fatalf("%q: %d parameters", term, len(w.args))
+		}
+		param := w.args[0].(string)
+		switch w.sql() {
+		case "(" + column + " @> $1::jsonb)":
+			var obj map[string]any
+			if json.Unmarshal([]byte(param), &obj) != nil || tm.kind != containsTerm {
+				t.Fatalf("%q: containment parameter %q is not a JSON object", term, param)
+			}
+			return
+		case "(" + column + " @? $1::jsonpath)":
+		default:
+			t.Fatalf("%q: condition %s", term, w.sql())
+		}
+		// Cut out the quoted strings: what is left is fixed syntax.
+		var rest strings.Builder
+		var quoted []string
+		for i := 0; i < len(param); i++ {
+			if param[i] != '"' {
+				rest.WriteByte(param[i])
+				continue
+			}
+			j := i + 1
+			for ; param[j] != '"'; j++ {
+				if param[j] == '\\' {
+					j++
+				}
+			}
+			var s string
+			if err := json.Unmarshal([]byte(param[i:j+1]), &s); err != nil {
+				t.Fatalf("%q: %s holds a string jsonpath and JSON read differently: %v", term, param, err)
+			}
+			quoted = append(quoted, s)
+			rest.WriteByte('S')
+			i = j
+		}
+		if !skeleton.MatchString(rest.String()) {
+			t.Fatalf("%q: jsonpath %s has %s outside its strings", term, param, rest.String())
+		}
+		var keys []string
+		for _, st := range tm.steps {
+			if st.index == keyStep {
+				keys = append(keys, st.key)
+			}
+		}
+		if tm.kind == equalsTerm {
+			keys = append(keys, tm.value.text)
+		}
+		if !slices.Equal(quoted, keys) {
+			t.Fatalf("%q: jsonpath %s quotes %q, want %q", term, param, quoted, keys)
+		}
+	})
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/big"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -244,8 +244,8 @@ func parsePath(s string) (steps []pathStep, rest string, err error) {
 				i++
 			}
 			if i == start {
-				if i < len(s) && strings.ContainsRune(`]"\ `, rune(s[i])) {
-					return nil, "", fmt.Errorf("%q at byte %d: quote a key that holds it (\"a b\")", s[i], i+1)
+				if i < len(s) && strings.ContainsRune(`]\ `, rune(s[i])) {
+					return nil, "", quoteKey(s, i)
 				}
 				return nil, "", fmt.Errorf("empty key at byte %d: keys are separated by single dots", i+1)
 			}
@@ -254,6 +254,9 @@ func parsePath(s string) (steps []pathStep, rest string, err error) {
 			if s[i] == '=' {
 				return steps, s[i:], nil
 			}
+			if strings.ContainsRune(`]"\ `, rune(s[i])) {
+				return nil, "", quoteKey(s, i)
+			}
 			return nil, "", fmt.Errorf("%q at byte %d: expected ., [ or =", s[i], i+1)
 		}
 		first = false
@@ -261,6 +264,11 @@ func parsePath(s string) (steps []pathStep, rest string, err error) {
 			return steps, "", nil
 		}
 	}
+}
+
+// quoteKey is the error for a character of s (at i) that a bare key cannot hold.
+func quoteKey(s string, i int) error {
+	return fmt.Errorf("%q at byte %d: a key holding it goes in double quotes, as a JSON string (\"a b\")", s[i], i+1)
 }
 
 // jsonStringPrefix reads the JSON string at the start of s: its value and its
@@ -301,7 +309,7 @@ func parseValue(s string) (jsonValue, error) {
 		return jsonValue{text: s, scalar: s}, nil
 	}
 	if jsonNumber.MatchString(s) {
-		if _, ok := new(big.Rat).SetString(s); !ok || !numberInRange(s) {
+		if !numberInRange(s) {
 			return jsonValue{}, fmt.Errorf("number %s out of range", s)
 		}
 		return jsonValue{text: s, scalar: s}, nil
@@ -310,7 +318,8 @@ func parseValue(s string) (jsonValue, error) {
 }
 
 // numberInRange keeps numbers to what float64 holds, well inside PostgreSQL's
-// numeric (and far from a value that costs it to parse).
+// numeric, and short: 1e999999999 is refused before anything (PostgreSQL, or
+// an exact decimal in Go) spends its time on ten to that power.
 func numberInRange(s string) bool {
 	if len(s) > 100 {
 		return false
@@ -327,7 +336,7 @@ func decodeJSON(s string) (any, error) {
 	if err := d.Decode(&v); err != nil {
 		return nil, err
 	}
-	if _, err := d.Token(); err == nil {
+	if _, err := d.Token(); err != io.EOF {
 		return nil, fmt.Errorf("text after the object")
 	}
 	return v, nil

@@ -238,3 +238,59 @@ func sortedIDs(es []inspect.Event) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestPayloadSearchIsBoundedWithoutAnIndexAndUsesOne: without an index a
+// search reads MaxScan rows and says where it stopped; with the GIN index
+// docs/triage.md gives, a search the index serves (equality, containment) is
+// read through it, whole, and one it cannot serve (existence, under
+// jsonb_path_ops) stays bounded. Actions are never bounded.
+func TestPayloadSearchIsBoundedWithoutAnIndexAndUsesOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(t, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, headers, failed_at, last_error)
+		SELECT gen_random_uuid(), 'order', 'o-' || g, 'OrderPlaced',
+			jsonb_build_object('customer', jsonb_build_object('id', g, 'tier', CASE WHEN g % 2 = 0 THEN 'gold' ELSE 'silver' END)),
+			jsonb_build_object('trace-id', 't' || g), now() - g * interval '1 second', 'x'
+		FROM generate_series(1, 20000) g`, `ANALYZE outbox_event`)
+	list := func(term string, maxScan int) inspect.Page {
+		t.Helper()
+		p, err := b.in.List(b.ctx, inspect.ListOptions{State: wire.Failed, Sort: inspect.SortFailedAt, Filter: inspect.Filter{Payload: []string{term}},
+			Limit: 10, MaxScan: maxScan})
+		if err != nil {
+			t.Fatalf("%s: %v", term, err)
+		}
+		return p
+	}
+	// Oldest first: customer 20000 is the first row read, 17 the 19984th.
+	p := list("customer.id=17", 1000)
+	if len(p.Events) != 0 || p.Scan == nil || !p.Scan.Stopped || p.Scan.Scanned != 1000 || p.Next == "" {
+		t.Fatalf("bounded search: %d events, scan %+v, next %q", len(p.Events), p.Scan, p.Next)
+	}
+	p = list("customer.id=19990", 1000)
+	if len(p.Events) != 1 || p.Events[0].AggregateID != "o-19990" || !p.Scan.Stopped {
+		t.Fatalf("bounded search, found in its rows: %+v %+v", p.Events, p.Scan)
+	}
+	p = list("customer.tier=gold", 1000)
+	if len(p.Events) != 10 || p.Scan.Stopped || p.Scan.Scanned != 19 || p.Next == "" {
+		t.Fatalf("a full page before the bound: %d events, scan %+v", len(p.Events), p.Scan)
+	}
+	plan, err := b.in.DryRun(b.ctx, inspect.Request{Action: inspect.Retry, Filter: inspect.Filter{Payload: []string{"customer.id=17"}}})
+	if err != nil || plan.Count != 1 {
+		t.Fatalf("an action's target is every match: %+v %v", plan, err)
+	}
+
+	b.exec(t, `CREATE INDEX CONCURRENTLY outbox_payload_gin_idx ON outbox_event USING gin (payload jsonb_path_ops)`, `ANALYZE outbox_event`)
+	for _, term := range []string{"customer.id=17", `{"customer":{"id":17}}`} {
+		p = list(term, 1000)
+		if len(p.Events) != 1 || p.Events[0].AggregateID != "o-17" || p.Scan != nil {
+			t.Fatalf("%s through the index: %+v, scan %+v", term, p.Events, p.Scan)
+		}
+		c, err := b.in.CountMatching(b.ctx, wire.Failed, inspect.Filter{Payload: []string{term}})
+		if err != nil || c != (inspect.Count{Value: 1}) {
+			t.Fatalf("%s counted through the index: %+v %v", term, c, err)
+		}
+	}
+	if p = list("customer.id", 1000); p.Scan == nil || len(p.Events) != 10 {
+		t.Fatalf("existence, which jsonb_path_ops does not serve: %d events, scan %+v", len(p.Events), p.Scan)
+	}
+}
