@@ -304,7 +304,7 @@ func runPaced(ctx context.Context, in *inspect.Inspector, pr inspect.PacedReques
 	if err != nil {
 		return actionError(name, err)
 	}
-	fmt.Fprintf(io.Out, "run %s: ctrl+c stops it (the chunk in flight commits whole or not at all); outboxtop %s --resume %s continues it\n",
+	fmt.Fprintf(io.Out, "run %s: ctrl+c stops it (a chunk commits whole or not at all)\nresume with: outboxtop %s --resume %s\n",
 		run.ID(), name, run.ID())
 	return doRun(ctx, run, io)
 }
@@ -388,13 +388,13 @@ func doRun(ctx context.Context, run *inspect.Run, io IO) error {
 	again := fmt.Sprintf("outboxtop %s --resume %s", name, run.ID())
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return exitError{code: ExitFailure, msg: fmt.Sprintf("%s run %s interrupted after %d of %d events (each chunk commits whole or not at all); continue with: %s",
+		return exitError{code: ExitFailure, msg: fmt.Sprintf("%s run %s interrupted after %d of %d events (each chunk commits whole or not at all)\nresume with: %s",
 			name, run.ID(), res.Done, res.Total, again)}
 	case err != nil:
 		return fmt.Errorf("%w (the chunks done are recorded; continue with: %s)", actionError(name, err), again)
 	}
 	done, changed := res.Done-run.DoneBefore(), res.Changed-run.ChangedBefore()
-	fmt.Fprintf(io.Out, "%s %d of %d events in %d chunks, %s at %s (run %s", pastTense[pr.Action], changed, done,
+	fmt.Fprintf(io.Out, "%s %d of %d events in %d chunks, %s at %s\n(run %s", pastTense[pr.Action], changed, done,
 		res.Chunks, shortDuration(res.Elapsed), rateText(res.Progress), run.ID())
 	if res.FirstAudit > 0 {
 		fmt.Fprintf(io.Out, ", audit #%d–#%d", res.FirstAudit, res.LastAudit)

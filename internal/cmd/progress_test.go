@@ -128,7 +128,7 @@ func TestPacedRetryCommand(t *testing.T) {
 	}
 	r = run(t, env, "retry", "--from", "failed", "--all", "--max", "600", "--chunk", "200", "--yes", "--actor", "alice")
 	m := runIDIn.FindStringSubmatch(r.out)
-	if r.code != ExitOK || m == nil || !strings.Contains(r.out, "retried 600 of 600 events in 3 chunks") ||
+	if r.code != ExitOK || m == nil || !strings.Contains(r.out, "retried 600 of 600 events in 3 chunks, ") ||
 		!strings.Contains(r.out, "stopped at --max 600; outboxtop retry --resume "+m[1]+" --max N") {
 		t.Fatalf("paced retry: %+v", r)
 	}
@@ -147,7 +147,7 @@ func TestPacedRetryCommand(t *testing.T) {
 	}
 	r = run(t, env, "retry", "--resume", id, "--max", "0", "--yes", "--actor", "bob")
 	if r.code != ExitOK || !strings.Contains(r.out, "retry run "+id+": 600 events done before, 901 to go") ||
-		!strings.Contains(r.out, "retried 901 of 901 events in 5 chunks") || !strings.Contains(r.out, "run "+id+" in all: 1501 of 1501 events") {
+		!strings.Contains(r.out, "retried 901 of 901 events in 5 chunks, ") || !strings.Contains(r.out, "run "+id+" in all: 1501 of 1501 events") {
 		t.Fatalf("resume: %+v", r)
 	}
 	var rows, distinct, audits int
