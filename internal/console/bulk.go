@@ -251,7 +251,7 @@ func (m *Model) bulkMsg(msg tea.Msg) tea.Cmd {
 		again := fmt.Sprintf("outboxtop %s --resume %s", r.action, r.id)
 		switch {
 		case msg.err != nil && r.cancelled:
-			r.outcome = fmt.Sprintf("%s run %s cancelled at %d/%d: %s continues it (c closes the row)", r.action, r.id, r.prog.Done, r.prog.Total, again)
+			r.outcome = fmt.Sprintf("%s stopped at %d/%d (run %s) · c closes the row", r.action, r.prog.Done, r.prog.Total, r.id)
 		case msg.err != nil:
 			r.bad = true
 			r.outcome = fmt.Sprintf("%s run %s stopped at %d/%d: %s · %s", r.action, r.id, r.prog.Done, r.prog.Total,
