@@ -278,6 +278,7 @@ func (m *Model) bulkKey(msg tea.KeyPressMsg) bool {
 	}
 	if r.over {
 		m.bulk.run = nil
+		m.setStatus("", false)
 		m.layout()
 		return true
 	}
