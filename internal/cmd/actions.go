@@ -39,7 +39,7 @@ func actionCommand(a inspect.Action) func(context.Context, []string, IO) error {
 		fs := newFlagSet(name, io)
 		var db dbFlags
 		db.register(fs)
-		ids := fs.StringArray("id", nil, "act on this event id, or its start (or, from 6 hex digits, its end) as trace takes it (repeatable); combines with the filters")
+		ids := fs.StringArray("id", nil, "this event id, its start or (6+ hex digits) its end, as trace takes it (repeatable; and the filters)")
 		var ff filterFlags
 		ff.register(fs)
 		all := fs.Bool("all", false, "with no --id and no filter: every eligible event")
@@ -52,7 +52,7 @@ func actionCommand(a inspect.Action) func(context.Context, []string, IO) error {
 		var newID *bool
 		var batch *int
 		if a == inspect.Replay {
-			newID = fs.Bool("new-id", false, "insert new events with fresh ids (consumers apply them again) instead of re-sending the same ids (inboxes skip them)")
+			newID = fs.Bool("new-id", false, "new events with fresh ids (consumers apply them again), not the same ids (inboxes skip them)")
 		}
 		if a == inspect.Archive {
 			batch = fs.Int("batch-size", 1000, "rows moved per transaction")
