@@ -25,11 +25,11 @@ func (ff *filterFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&ff.f.AggregateType, "aggregate-type", "", "only events of this aggregate_type")
 	fs.StringVar(&ff.f.AggregateID, "aggregate-id", "", "only events of this aggregate_id")
 	fs.StringVar(&ff.f.IDPrefix, "id-prefix", "", "only events whose event_id starts with this")
-	fs.StringVar(&ff.f.ErrorContains, "error-contains", "", "only events whose last_error contains this text (case-insensitive)")
-	fs.DurationVar(&ff.f.OlderThan, "older-than", 0, "only events older than this (published events: since published_at)")
+	fs.StringVar(&ff.f.ErrorContains, "error-contains", "", "only events whose last_error holds this (any case)")
+	fs.DurationVar(&ff.f.OlderThan, "older-than", 0, "older than this (published: since published_at)")
 	fs.DurationVar(&ff.f.NewerThan, "newer-than", 0, "only events newer than this")
-	fs.StringArrayVar(&ff.f.Payload, "payload", nil, "only events whose payload has this: PATH, PATH=VALUE or a JSON object it contains (repeatable; docs/triage.md)")
-	fs.StringArrayVar(&ff.f.Headers, "header", nil, "only events with this header: KEY or KEY=VALUE, or a JSON object the headers contain (repeatable)")
+	fs.StringArrayVar(&ff.f.Payload, "payload", nil, "payload TERM, repeatable: PATH, PATH=VALUE, {JSON}")
+	fs.StringArrayVar(&ff.f.Headers, "header", nil, "header TERM, repeatable: KEY or KEY=VALUE")
 }
 
 func (ff *filterFlags) filter() (inspect.Filter, error) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // FuzzDBConfig: resolving any connection string (URL or key=value, from --dsn or
@@ -118,3 +120,43 @@ func FuzzFilterFlags(f *testing.F) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// FuzzPayloadFlags: --payload and --header, from the command line or
+// OUTBOXTOP_PAYLOAD and OUTBOXTOP_HEADER, give a filter Validate accepts or a
+// one-line usage error without the term's control characters; never a panic.
+func FuzzPayloadFlags(f *testing.F) {
+	for _, s := range []string{"customer.id=42", "customer.id", `{"customer":{"tier":"gold"}}`, "items[*].sku=x",
+		`a="\u001b[2J"`, "a=\x1b[2J", "a=\x00", "\xff", `"unterminated`, "a..b", "a[01]", "x=1e999999999"} {
+		f.Add(s, "trace-id=abc", false)
+		f.Add("a", s, true)
+	}
+	f.Fuzz(func(t *testing.T, payload, header string, viaEnv bool) {
+		var args []string
+		env := map[string]string{}
+		if viaEnv {
+			env[EnvName("payload")], env[EnvName("header")] = payload, header
+		} else {
+			args = []string{"--payload", payload, "--header", header}
+		}
+		io := IO{Out: discard{}, Err: discard{}, Getenv: func(k string) string { return env[k] }}
+		fs := newFlagSet("events", io)
+		var ff filterFlags
+		ff.register(fs)
+		err := parse(fs, args, io)
+		if err == nil {
+			var flt inspect.Filter
+			if flt, err = ff.filter(); err == nil {
+				if verr := flt.Validate(); verr != nil {
+					t.Fatalf("filter() accepted %+v but Validate refuses it: %v", flt, verr)
+				}
+				return
+			}
+		}
+		if !errors.As(err, new(usageError)) {
+			t.Fatalf("%q %q: %v is not a usage error", payload, header, err)
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") || strings.ContainsAny(msg, "\x00\x1b\x07") {
+			t.Fatalf("%q %q: error %q is not one clean line", payload, header, msg)
+		}
+	})
+}
