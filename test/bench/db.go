@@ -39,11 +39,21 @@ func (e *env) admin(ctx context.Context) (*pgx.Conn, error) {
 
 // template returns a database holding b, loading it the first time.
 func (e *env) template(ctx context.Context, b backlog) (string, error) {
-	if name, ok := e.templates[b.key()]; ok {
+	return e.templateOf(ctx, b, "")
+}
+
+// templateOf returns a database holding b with the schema of the binary rev
+// relays ("" this tree, else the baseline, whose own migrate made its schema:
+// it may refuse a newer one), loading it the first time. The rows are the same.
+func (e *env) templateOf(ctx context.Context, b backlog, rev string) (string, error) {
+	name := b.key()
+	if rev != "" {
+		name += "_" + rev
+	}
+	if name, ok := e.templates[name]; ok {
 		return name, nil
 	}
-	name := b.key()
-	tc, err := e.migratedDB(ctx, name)
+	tc, err := e.migratedDBBy(ctx, name, rev)
 	if err != nil {
 		return "", err
 	}
@@ -68,15 +78,20 @@ func (e *env) template(ctx context.Context, b backlog) (string, error) {
 	if _, err := tc.Exec(ctx, "CHECKPOINT"); err != nil {
 		return "", err
 	}
-	logf("loaded %s in %v", b, time.Since(start).Round(time.Millisecond))
-	e.templates[b.key()] = name
+	logf("loaded %s%s in %v", b, forRev(rev), time.Since(start).Round(time.Millisecond))
+	e.templates[name] = name
 	return name, nil
 }
 
 // clone copies a template into a fresh database and returns its DSN and a drop
 // function.
 func (e *env) clone(ctx context.Context, b backlog) (string, func(), error) {
-	tmpl, err := e.template(ctx, b)
+	return e.cloneFor(ctx, b, "")
+}
+
+// cloneFor is clone with the schema of the binary rev (templateOf).
+func (e *env) cloneFor(ctx context.Context, b backlog, rev string) (string, func(), error) {
+	tmpl, err := e.templateOf(ctx, b, rev)
 	if err != nil {
 		return "", nil, err
 	}
@@ -128,6 +143,13 @@ func (e *env) cloneOf(ctx context.Context, tmpl string) (string, func(), error) 
 // migratedDB creates database name with outboxtop's schema and returns a
 // connection to it.
 func (e *env) migratedDB(ctx context.Context, name string) (*pgx.Conn, error) {
+	return e.migratedDBBy(ctx, name, "")
+}
+
+// migratedDBBy is migratedDB with the schema of the binary rev: this tree's
+// migrations.Apply for "", else `outboxtop-REV migrate --dsn`, the baseline's
+// own migrations (it may refuse a schema newer than it knows).
+func (e *env) migratedDBBy(ctx context.Context, name, rev string) (*pgx.Conn, error) {
 	conn, err := e.admin(ctx)
 	if err != nil {
 		return nil, err
@@ -136,13 +158,20 @@ func (e *env) migratedDB(ctx context.Context, name string) (*pgx.Conn, error) {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		return nil, err
 	}
+	if rev != "" {
+		if err := e.base.migrate(ctx, e.cluster.DSN(name)); err != nil {
+			return nil, err
+		}
+	}
 	tc, err := pgx.Connect(ctx, e.cluster.DSN(name))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := migrations.Apply(ctx, tc, "public", nil); err != nil {
-		tc.Close(ctx)
-		return nil, err
+	if rev == "" {
+		if _, err := migrations.Apply(ctx, tc, "public", nil); err != nil {
+			tc.Close(ctx)
+			return nil, err
+		}
 	}
 	return tc, nil
 }

@@ -18,7 +18,8 @@ import (
 // drainRun is one throughput measurement.
 type drainRun struct {
 	Backlog   backlog `json:"backlog"`
-	Kind      string  `json:"kind"` // relay, ceiling, seed
+	Kind      string  `json:"kind"`             // relay, ceiling, seed
+	Binary    string  `json:"binary,omitempty"` // relay: "" this tree, else the --baseline's short revision
 	Ordering  string  `json:"ordering"`
 	Procs     int     `json:"procs"` // relay processes, or ceiling loops
 	BatchSize int     `json:"batch_size"`
@@ -31,7 +32,17 @@ type drainRun struct {
 // relayDrain runs procs `outboxtop --headless --drain` processes on a fresh copy
 // of b and returns the rate at which they emptied it.
 func (e *env) relayDrain(ctx context.Context, b backlog, ordering string, procs, batch int) (drainRun, error) {
-	dsn, drop, err := e.clone(ctx, b)
+	return e.relayDrainOf(ctx, "", b, ordering, procs, batch)
+}
+
+// relayDrainOf is relayDrain with the binary rev: "" this tree's, else the
+// baseline's, on a copy of a backlog its own migrations made.
+func (e *env) relayDrainOf(ctx context.Context, rev string, b backlog, ordering string, procs, batch int) (drainRun, error) {
+	bin := e.binary
+	if rev != "" {
+		bin = e.base.path
+	}
+	dsn, drop, err := e.cloneFor(ctx, b, rev)
 	if err != nil {
 		return drainRun{}, err
 	}
@@ -47,7 +58,7 @@ func (e *env) relayDrain(ctx context.Context, b backlog, ordering string, procs,
 	hwm := make([]chan int64, procs)
 	start := time.Now()
 	for i := range cmds {
-		cmds[i] = exec.Command(e.binary, args...)
+		cmds[i] = exec.Command(bin, args...)
 		cmds[i].Stderr = os.Stderr
 		if err := cmds[i].Start(); err != nil {
 			return drainRun{}, err
@@ -58,7 +69,7 @@ func (e *env) relayDrain(ctx context.Context, b backlog, ordering string, procs,
 	var maxRSS int64
 	for i, c := range cmds {
 		if err := c.Wait(); err != nil {
-			return drainRun{}, fmt.Errorf("relay: %w", err)
+			return drainRun{}, fmt.Errorf("relay%s: %w", forRev(rev), err)
 		}
 		maxRSS = max(maxRSS, <-hwm[i])
 	}
@@ -68,11 +79,11 @@ func (e *env) relayDrain(ctx context.Context, b backlog, ordering string, procs,
 		return drainRun{}, err
 	}
 	if n != b.Events {
-		return drainRun{}, fmt.Errorf("drain published %d of %d", n, b.Events)
+		return drainRun{}, fmt.Errorf("drain%s published %d of %d", forRev(rev), n, b.Events)
 	}
-	r := drainRun{Backlog: b, Kind: "relay", Ordering: ordering, Procs: procs, BatchSize: batch, Events: n,
+	r := drainRun{Backlog: b, Kind: "relay", Binary: rev, Ordering: ordering, Procs: procs, BatchSize: batch, Events: n,
 		Seconds: elapsed.Seconds(), PerSecond: float64(n) / elapsed.Seconds(), MaxRSSMB: float64(maxRSS) / 1024}
-	logf("relay %s ×%d batch %d on %s: %.0f events/s, max RSS %.0f MB", ordering, procs, batch, b, r.PerSecond, r.MaxRSSMB)
+	logf("relay%s %s ×%d batch %d on %s: %.0f events/s, max RSS %.0f MB", forRev(rev), ordering, procs, batch, b, r.PerSecond, r.MaxRSSMB)
 	return r, nil
 }
 
@@ -200,7 +211,24 @@ func (e *env) throughput(ctx context.Context) error {
 			backlogs = append(backlogs, backlog{Events: size, Payload: 256, Aggregates: 5000, HotShare: 0.10})
 		}
 	}
+	// With --baseline every relay configuration runs with both binaries, the
+	// order alternating from one configuration to the next (this tree first,
+	// then the baseline first, ...), so a drift of the machine's speed falls on
+	// both sides alike. The references run once, on this tree's schema.
+	sides := [][]string{{""}}
+	if e.base != nil {
+		sides = [][]string{{"", e.base.Rev}, {e.base.Rev, ""}}
+	}
+	config := 0
 	for _, b := range backlogs {
+		if e.base != nil { // load both templates before the first run of b
+			if _, err := e.template(ctx, b); err != nil {
+				return err
+			}
+			if _, err := e.templateOf(ctx, b, e.base.Rev); err != nil {
+				return err
+			}
+		}
 		seed, err := e.seed(ctx, b, 10*time.Second)
 		if err != nil {
 			return err
@@ -213,11 +241,14 @@ func (e *env) throughput(ctx context.Context) error {
 			}
 			e.results.Throughput = append(e.results.Throughput, c)
 			for _, procs := range e.prof.procs {
-				r, err := e.relayDrain(ctx, b, ord, procs, defaultBatch)
-				if err != nil {
-					return err
+				for _, rev := range sides[config%len(sides)] {
+					r, err := e.relayDrainOf(ctx, rev, b, ord, procs, defaultBatch)
+					if err != nil {
+						return err
+					}
+					e.results.Throughput = append(e.results.Throughput, r)
 				}
-				e.results.Throughput = append(e.results.Throughput, r)
+				config++
 			}
 		}
 	}

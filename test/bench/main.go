@@ -8,6 +8,14 @@
 //	go run ./test/bench --profile incident --pg-set wal_compression=lz4
 //	go run ./test/bench --profile horizon  # a held xmin horizon, about 80 minutes
 //
+// --baseline REV measures the relays of this tree and of the binary built from
+// git revision REV side by side in the throughput part (same cluster, kfake in
+// this process, runs interleaved), each on databases its own migrations made:
+//
+//	go run ./test/bench --only throughput --baseline eaa6c5f
+//
+// --events N replaces the profile's backlog sizes (a smaller, quicker run).
+//
 // --pg-set (repeatable) changes a server setting of the throwaway cluster, to
 // measure what a setting is worth; the results name every setting changed.
 //
@@ -67,6 +75,7 @@ type env struct {
 	prof      profile
 	cluster   *pgtemp.Cluster
 	binary    string
+	base      *baseline // --baseline, nil without
 	templates map[string]string
 	dbs       int
 	results   *results
@@ -78,6 +87,8 @@ func main() {
 	out := flag.String("out", "bench-out", "directory for results.json and results.md")
 	plots := flag.String("plots", "docs/bench", "directory for the SVG plots")
 	only := flag.String("only", "", "run only these parts, comma-separated: throughput, batch, latency, memory, snapshot")
+	base := flag.String("baseline", "", "also measure the relays of the binary built from this git revision, beside this tree's (throughput part)")
+	events := flag.Int("events", 0, "backlog size replacing the profile's (throughput, batch and memory parts); 0: the profile's")
 	settings := map[string]string{"shared_buffers": "1GB", "max_wal_size": "8GB", "checkpoint_timeout": "15min"}
 	flag.Func("pg-set", "a PostgreSQL setting for the run, name=value (repeatable)", func(v string) error {
 		name, value, ok := strings.Cut(v, "=")
@@ -93,19 +104,48 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (quick, million, full, incident or horizon)\n", *prof)
 		os.Exit(2)
 	}
-	if err := run(p, *out, *plots, *only, settings); err != nil {
+	if *events < 0 {
+		fmt.Fprintln(os.Stderr, "bench: --events must not be negative")
+		os.Exit(2)
+	}
+	if *events > 0 && p.sizes != nil {
+		p.sizes, p.memory = []int{*events}, *events
+	}
+	if *base != "" && !runsPart(p, *only, "throughput") {
+		fmt.Fprintf(os.Stderr, "bench: --baseline compares the throughput part, which profile %s with --only %q does not run\n", p.name, *only)
+		os.Exit(2)
+	}
+	if err := run(p, *out, *plots, *only, *base, settings); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(p profile, out, plots, only string, settings map[string]string) error {
+// runsPart says whether profile p with --only runs the named part.
+func runsPart(p profile, only, part string) bool {
+	if (p.name == "incident" || p.name == "horizon") && only == "" {
+		only = p.name
+	}
+	if only == "" {
+		return part != "incident" && part != "horizon"
+	}
+	return slices.Contains(strings.Split(only, ","), part)
+}
+
+func run(p profile, out, plots, only, base string, settings map[string]string) error {
 	ctx := context.Background()
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
 	e := &env{prof: p, templates: map[string]string{}, results: &results{
-		Profile: p.name, Started: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU()}}
+		Profile: p.name, Started: time.Now().UTC(), GoVersion: runtime.Version(), CPUs: runtime.NumCPU(), Current: currentRev()}}
+	if base != "" {
+		b, err := buildBaseline(base, out)
+		if err != nil {
+			return err
+		}
+		e.base, e.results.Baseline = b, b
+	}
 	logf("building outboxtop")
 	e.binary = filepath.Join(out, "outboxtop")
 	readClaimStatements() // the claim as built, for the horizon profile's EXPLAIN
@@ -139,16 +179,16 @@ func run(p profile, out, plots, only string, settings map[string]string) error {
 		{"horizon", e.horizon},
 	}
 	for _, part := range parts {
-		if (p.name == "incident" || p.name == "horizon") && only == "" {
-			only = p.name
-		}
-		if (part.name == "incident" || part.name == "horizon") && only == "" {
-			continue // their own profiles: go run ./test/bench --profile incident
-		}
-		if only != "" && !slices.Contains(strings.Split(only, ","), part.name) {
+		// incident and horizon run only with their own profiles or --only:
+		// go run ./test/bench --profile incident
+		if !runsPart(p, only, part.name) {
 			continue
 		}
-		logf("== %s", part.name)
+		if e.base != nil && part.name != "throughput" {
+			logf("== %s (this tree only: --baseline compares the throughput part)", part.name)
+		} else {
+			logf("== %s", part.name)
+		}
 		if err := part.fn(ctx); err != nil {
 			return fmt.Errorf("%s: %w", part.name, err)
 		}
@@ -161,6 +201,7 @@ func run(p profile, out, plots, only string, settings map[string]string) error {
 }
 
 func (e *env) write(out, plots string) error {
+	e.results.Comparison = e.results.comparisons()
 	b, _ := json.MarshalIndent(e.results, "", "  ")
 	if err := os.WriteFile(filepath.Join(out, "results.json"), b, 0o644); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,7 +16,10 @@ type results struct {
 	GoVersion  string           `json:"go_version"`
 	CPUs       int              `json:"cpus"`
 	Server     string           `json:"server"`
+	Current    string           `json:"current,omitempty"`  // the tree built: HEAD's short revision, +dirty
+	Baseline   *baseline        `json:"baseline,omitempty"` // --baseline
 	Throughput []drainRun       `json:"throughput"`
+	Comparison []comparison     `json:"comparison,omitempty"` // --baseline: this tree against it, per relay configuration
 	BatchSweep []drainRun       `json:"batch_sweep"`
 	Latency    []latencyRun     `json:"latency"`
 	Memory     *drainRun        `json:"memory,omitempty"`
@@ -27,6 +31,9 @@ type results struct {
 func (r *results) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Profile `%s`, %s, %d CPUs, %s.\n\n", r.Profile, r.GoVersion, r.CPUs, r.Server)
+	if r.Baseline != nil {
+		fmt.Fprintf(&b, "This tree: %s; baseline: %s (%s).\n\n", cmp.Or(r.Current, "?"), r.Baseline.Rev, truncate(r.Baseline.Subject, 80))
+	}
 	if len(r.Throughput) > 0 {
 		b.WriteString("### Throughput (drain a backlog)\n\n")
 		b.WriteString("| backlog | what | ordering | relays / loops | events/s | × ceiling | max RSS |\n|---|---|---|---|---:|---:|---:|\n")
@@ -40,7 +47,19 @@ func (r *results) markdown() string {
 				rss = fmt.Sprintf("%.0f MB", t.MaxRSSMB)
 			}
 			what := map[string]string{"relay": "outboxtop --headless --drain", "ceiling": "SQL-only ceiling (best loops)", "seed": "seed relay, one at a time"}[t.Kind]
+			if t.Kind == "relay" && r.Baseline != nil {
+				what += ", " + cmp.Or(t.Binary, "this tree")
+			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %d | %.0f | %s | %s |\n", t.Backlog, what, t.Ordering, t.Procs, t.PerSecond, ratio, rss)
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Comparison) > 0 {
+		base := r.Baseline.Rev
+		fmt.Fprintf(&b, "### This tree against %s (the same runs, interleaved)\n\n", base)
+		fmt.Fprintf(&b, "| backlog | ordering | relays | this tree events/s | %s events/s | this tree / %s | max RSS, this tree / %s |\n|---|---|---:|---:|---:|---:|---:|\n", base, base, base)
+		for _, c := range r.Comparison {
+			fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %.0f | %.2f | %.0f / %.0f MB |\n", c.Backlog, c.Ordering, c.Procs, c.Current, c.Baseline, c.Ratio, c.CurrentRSSMB, c.BaselineRSSMB)
 		}
 		b.WriteString("\n")
 	}
@@ -75,6 +94,43 @@ func (r *results) markdown() string {
 		r.Horizon.markdown(&b)
 	}
 	return b.String()
+}
+
+// comparison is one relay configuration measured with both binaries.
+type comparison struct {
+	Backlog       backlog `json:"backlog"`
+	Ordering      string  `json:"ordering"`
+	Procs         int     `json:"procs"`
+	BatchSize     int     `json:"batch_size"`
+	Current       float64 `json:"current_events_per_second"`
+	Baseline      float64 `json:"baseline_events_per_second"`
+	Ratio         float64 `json:"ratio"` // current / baseline
+	CurrentRSSMB  float64 `json:"current_max_rss_mb"`
+	BaselineRSSMB float64 `json:"baseline_max_rss_mb"`
+}
+
+// comparisons pairs each relay run of this tree with the baseline's run of the
+// same configuration, in the order of the throughput runs.
+func (r *results) comparisons() []comparison {
+	if r.Baseline == nil {
+		return nil
+	}
+	var out []comparison
+	for _, t := range r.Throughput {
+		if t.Kind != "relay" || t.Binary != "" {
+			continue
+		}
+		for _, u := range r.Throughput {
+			if u.Kind == "relay" && u.Binary == r.Baseline.Rev && u.Backlog == t.Backlog && u.Ordering == t.Ordering &&
+				u.Procs == t.Procs && u.BatchSize == t.BatchSize && u.PerSecond > 0 {
+				out = append(out, comparison{Backlog: t.Backlog, Ordering: t.Ordering, Procs: t.Procs, BatchSize: t.BatchSize,
+					Current: t.PerSecond, Baseline: u.PerSecond, Ratio: t.PerSecond / u.PerSecond,
+					CurrentRSSMB: t.MaxRSSMB, BaselineRSSMB: u.MaxRSSMB})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // ceilingFor is the ceiling measured on the same backlog and ordering.
