@@ -192,8 +192,12 @@ func searchBudget(f inspect.Filter, want, limit int) int {
 	if !f.SearchesJSON() {
 		return 0
 	}
-	return inspect.DefaultMaxScan * max(1, want/max(limit, 1))
+	return searchRows * max(1, want/max(limit, 1))
 }
+
+// searchRows is a load's budget for its first page of rows (a variable for
+// the tests, which search tables smaller than inspect.DefaultMaxScan).
+var searchRows = inspect.DefaultMaxScan
 
 // searchedText is the list line's account of a search inside payloads or
 // headers that stopped at its budget: what it found, how many rows it read of
