@@ -194,6 +194,6 @@ func printTrace(w io.Writer, t inspect.Trace, withKafka bool, now time.Time) {
 		fmt.Fprintln(w, "  "+termtext.Sanitize(t.HistoryError))
 	}
 	for _, h := range items {
-		fmt.Fprintf(w, "  %s  %s\n", ts(&h.At), short(termtext.OneLine(termtext.Sanitize(h.What())), 300))
+		fmt.Fprintf(w, "  %s  %s\n", ts(&h.At), short(termtext.OneLine(termtext.Sanitize(h.What(0))), 300))
 	}
 }

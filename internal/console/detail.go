@@ -196,10 +196,14 @@ func historyText(d inspect.EventDetail, now time.Time) string {
 	}
 	for _, h := range items {
 		fmt.Fprintf(&b, "  %s %8s ago  %s\n", h.At.UTC().Format("15:04:05.000"), age(now.Sub(h.At)),
-			bounded(termtext.OneLine(termtext.Sanitize(h.What()))))
+			bounded(termtext.OneLine(termtext.Sanitize(h.What(historyErrorRunes)))))
 	}
 	return b.String()
 }
+
+// historyErrorRunes bounds a try's error in the detail's history: the whole
+// of the last one is under LAST ERROR, and every one is in outboxtop trace.
+const historyErrorRunes = 60
 
 // holderLabel names what lease_holder means for e: the relay holding its lease,
 // the one that published it, or the last one that claimed it.

@@ -110,10 +110,11 @@ func (d EventDetail) Timeline() []HistoryItem {
 }
 
 // What says in one line what the entry was, without its time: "try 3 by
-// host:42: retriable, kafka code 6 (NOT_LEADER_FOR_PARTITION) → scheduled in
-// 2s: <error>", or "action #12 retry by alice (3 events): <reason>". The text
-// is the database's, unsanitized: a terminal caller sanitizes it.
-func (h HistoryItem) What() string {
+// host:42: retriable, kafka code 6 (NOT_LEADER_FOR_PARTITION) → again in 2s:
+// <error>", or "action #12 retry by alice (3 events): <reason>", a try's error
+// cut to errMax runes when errMax > 0. The text is the database's,
+// unsanitized: a terminal caller sanitizes it.
+func (h HistoryItem) What(errMax int) string {
 	if a := h.Action; a != nil {
 		s := fmt.Sprintf("action #%d %s by %s", a.ID, a.Action, a.Actor)
 		if a.Rows != 1 {
@@ -153,7 +154,9 @@ func (h HistoryItem) What() string {
 	case "fail":
 		s += " → failed"
 	}
-	if a.Error != "" {
+	if e := []rune(a.Error); errMax > 0 && len(e) > errMax {
+		s += ": " + string(e[:errMax]) + "…"
+	} else if a.Error != "" {
 		s += ": " + a.Error
 	}
 	return s
