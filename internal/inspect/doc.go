@@ -85,6 +85,19 @@
 // TestTimelineAndAuditQueriesUseIndexes checks the plans on tens of thousands of
 // rows).
 //
+// A filter that searches inside payloads or headers (Filter.Payload,
+// Filter.Headers; payload.go has the syntax) is the one read no index of the
+// schema serves: an index on those columns would cost every producer's insert.
+// A List asks the planner first: when it would read a GIN index the operator
+// added (docs/triage.md gives the statements), the page is the plain query,
+// sent as a one-shot statement so that it is planned for its values. Otherwise
+// it reads at most ListOptions.MaxScan rows of the state (DefaultMaxScan,
+// 100,000, about 0.1 s) in the list's order from the cursor, and Page.Scan
+// says how many it read and whether it stopped there; Next then continues the
+// search. CountMatching counts the matches among the first DefaultMaxScan rows,
+// a lower bound past them. The actions are not bounded: their target is every
+// match.
+//
 // # A held horizon
 //
 // While a long transaction holds the xmin horizon, no dead version of a row
@@ -258,6 +271,8 @@
 //	backlog.go      Backlog: those steps alone (outbox_event only), for /metrics
 //	list.go         List and CountMatching (keyset pages, capped counts)
 //	filter.go       Filter's WHERE clause, with its arguments
+//	payload.go      the payload and header terms: syntax, jsonpath and jsonb parameters
+//	search.go       List and CountMatching of a payload search: the index check, the bounded scan
 //	event.go        Event and how a row of the select list is read
 //	detail.go       Detail: one event, its inbox rows, its replays
 //	aggregate.go    Timeline: one aggregate's events in seq order, its blocker
