@@ -89,7 +89,7 @@ func printTimeline(w io.Writer, t inspect.Timeline, now time.Time) {
 		}
 		by := strings.Join(applied, ", ")
 		if e.State == inspect.Archived && e.PublishedAt == nil {
-			state = "skipped" // archived without being published
+			state = inspect.UnpublishedLabel(e.LastError) // archived without being published
 		}
 		if len(t.Consumers) > 0 && len(applied) == 0 && e.PublishedAt != nil {
 			by = "none" // published, and no inbox has it

@@ -212,7 +212,7 @@ func timelineColumns(tm *timelineMarks) []column {
 			case r.state == wire.Scheduled:
 				return "sched"
 			case r.state == inspect.Archived && r.publishedAt == nil:
-				return "skipped" // archived without being published
+				return inspect.UnpublishedLabel(r.lastError) // archived without being published
 			}
 			return string(r.state)
 		}},

@@ -47,7 +47,7 @@ func (c *pendingCorrection) prompt(reason []rune) string {
 		}
 		changes = append(changes, termtext.OneLine(termtext.Sanitize(ch.String())))
 	}
-	return fmt.Sprintf("Send the corrected copy of %s (%s)? reason: %s█", shortID(c.id), strings.Join(changes, "; "), string(reason))
+	return fmt.Sprintf("Correct %s (%s)? reason: %s█", shortID(c.id), strings.Join(changes, "; "), string(reason))
 }
 
 // The steps of a correction, each a message back from a command that ran off

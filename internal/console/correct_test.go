@@ -58,7 +58,7 @@ func TestCorrectFromTheFailedView(t *testing.T) {
 	if b.m.mode != modeConfirm {
 		t.Fatalf("e did not reach the prompt:\n%s", b.text())
 	}
-	if s := b.text(); !strings.Contains(s, "Send the corrected copy of "+shortID(r.id)+" (fixed: added true)? reason:") {
+	if s := b.text(); !strings.Contains(s, "Correct "+shortID(r.id)+" (fixed: added true)? reason:") {
 		t.Fatalf("the prompt does not show the diff:\n%s", s)
 	}
 	b.keys("enter") // no reason yet: the prompt stays
@@ -82,6 +82,11 @@ func TestCorrectFromTheFailedView(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("the payload file %s is left behind: %v", path, err)
+	}
+	// In the archive the original is corrected, not skipped.
+	b.keys("5", "v")
+	if s := b.text(); !strings.Contains(s, shortID(r.id)) || !strings.Contains(s, "corrected") {
+		t.Errorf("the archive does not list the original as corrected:\n%s", s)
 	}
 }
 

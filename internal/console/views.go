@@ -271,10 +271,10 @@ var (
 	colPublished = column{title: "PUBLISHED", width: 9, right: true, cell: func(r row, now time.Time) string { return ago(r.publishedAt, now) }}
 	colArchived  = column{title: "ARCHIVED", width: 8, right: true, cell: func(r row, now time.Time) string { return ago(r.archivedAt, now) }}
 	// colPublishedOrSkipped: an archived event was published (archive) or never
-	// was (skip).
+	// was (skip, or a correction replaced it).
 	colPublishedOrSkipped = column{title: "PUBLISHED", width: 9, right: true, cell: func(r row, now time.Time) string {
 		if r.publishedAt == nil {
-			return "skipped"
+			return inspect.UnpublishedLabel(r.lastError)
 		}
 		return ago(r.publishedAt, now)
 	}}

@@ -35,6 +35,21 @@ type Change struct {
 	New  json.RawMessage `json:"new,omitempty"`
 }
 
+// CorrectedPrefix begins the last_error outboxtop_correct gives the original
+// it archives ("corrected by <actor> as <copy id>: <reason>…"): only that
+// function writes it, so an archived, unpublished event whose error begins
+// so was corrected, not skipped.
+const CorrectedPrefix = "corrected by "
+
+// UnpublishedLabel names an archived event that was never published, for a
+// listing: "corrected" (a correction replaced it) or "skipped".
+func UnpublishedLabel(lastError string) string {
+	if strings.HasPrefix(lastError, CorrectedPrefix) {
+		return "corrected"
+	}
+	return "skipped"
+}
+
 // MaxCorrectionBytes bounds a corrected payload.
 const MaxCorrectionBytes = 8 << 20
 
