@@ -141,6 +141,7 @@ func (i *Inspector) List(ctx context.Context, o ListOptions) (Page, error) {
 	if o.Filter.SearchesJSON() {
 		// A search inside payloads or headers: the plain query when the
 		// planner serves it with an index, else a bounded scan.
+		nBase := len(w.args)
 		terms := w.jsonConds(o.Filter)
 		base := where{conds: slices.Clone(w.conds), args: w.args}
 		w.add(terms)
@@ -152,7 +153,7 @@ func (i *Inspector) List(ctx context.Context, o ListOptions) (Page, error) {
 				return Page{}, fmt.Errorf("listing %s events: %w", o.State, err)
 			}
 			if !indexed {
-				return i.scanPage(ctx, o, table, base, terms, expr, order, limit, scan)
+				return i.scanPage(ctx, o, table, base, terms, nBase, expr, order, limit, scan)
 			}
 		}
 	}

@@ -119,56 +119,84 @@ func (n planNode) uses(names map[string]bool) bool {
 
 // scanPage is List's page when the filter searches payloads or headers and no
 // index serves the search: base holds the state, the other filters and the
-// cursor, terms the payload and header conditions (their parameters in base).
-func (i *Inspector) scanPage(ctx context.Context, o ListOptions, table string, base where, terms, expr, order string, limit, scan int) (Page, error) {
-	q := i.q.SQL("list_scan", map[string]any{"table": table, "archived": table == "outbox_event_archive", "key": expr,
-		"where": base.sql(), "terms": terms, "order": order, "limit": limit + 1, "scan": scan})
-	rows, err := i.pool.Query(ctx, q, base.args...)
+// cursor, terms the payload and header conditions (their parameters in base,
+// after its first nBase).
+// Its two reads share one snapshot: the rows the search read, and, when the
+// page did not fill, where that read ended.
+func (i *Inspector) scanPage(ctx context.Context, o ListOptions, table string, base where, terms string, nBase int, expr, order string, limit, scan int) (Page, error) {
+	fail := func(err error) (Page, error) { return Page{}, fmt.Errorf("searching %s events: %w", o.State, err) }
+	tx, err := i.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return Page{}, fmt.Errorf("searching %s events: %w", o.State, err)
+		return fail(err)
 	}
-	defer rows.Close()
+	defer tx.Rollback(ctx) //nolint:errcheck // read-only
+	fields := map[string]any{"table": table, "archived": table == "outbox_event_archive", "key": expr,
+		"where": base.sql(), "terms": terms, "order": order, "limit": limit + 1, "scan": scan}
+	rows, err := tx.Query(ctx, i.q.SQL("list_scan", fields), base.args...)
+	if err != nil {
+		return fail(err)
+	}
 	type found struct {
 		e   Event
 		key string
 		n   int64
 	}
 	var hits []found
-	var last *found
-	more := false
 	for rows.Next() {
 		var f found
-		var hit bool
-		f.e, err = scanEvent(rowWith{rows, []any{&f.key, &f.n, &hit}})
-		if err != nil {
-			return Page{}, fmt.Errorf("searching %s events: %w", o.State, err)
+		if f.e, err = scanEvent(rowWith{rows, []any{&f.key, &f.n}}); err != nil {
+			rows.Close()
+			return fail(err)
 		}
-		if f.n > int64(scan) {
-			more = true
-			continue
-		}
-		if hit && len(hits) <= limit {
-			hits = append(hits, f)
-		}
-		last = &f
+		hits = append(hits, f)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
-		return Page{}, fmt.Errorf("searching %s events: %w", o.State, err)
+		return fail(err)
 	}
 	page := Page{Events: []Event{}, Scan: &Scan{}}
 	for _, h := range hits[:min(len(hits), limit)] {
 		page.Events = append(page.Events, h.e)
 	}
-	switch {
-	case len(hits) > limit:
+	if len(hits) > limit {
 		h := hits[limit-1]
 		page.Next = encodeCursor(cursor{Key: h.key, Seq: h.e.Seq})
 		page.Scan.Scanned = h.n
-	case last != nil:
-		page.Scan.Scanned = last.n
-		if more {
-			page.Next = encodeCursor(cursor{Key: last.key, Seq: last.e.Seq})
+		return page, nil
+	}
+	// The page did not fill: the search read its whole window. Where did it end?
+	rows, err = tx.Query(ctx, i.q.SQL("list_scan_end", fields), base.args[:nBase]...)
+	if err != nil {
+		return fail(err)
+	}
+	var ends []found
+	for rows.Next() {
+		var f found
+		if err := rows.Scan(&f.key, &f.e.Seq, &f.n); err != nil {
+			rows.Close()
+			return fail(err)
+		}
+		ends = append(ends, f)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	for _, f := range ends {
+		switch {
+		case f.n == int64(scan):
+			page.Scan.Scanned = f.n
+		case f.n < int64(scan) && f.n > page.Scan.Scanned:
+			page.Scan.Scanned = f.n
+		case f.n > int64(scan):
 			page.Scan.Stopped = true
+		}
+	}
+	if page.Scan.Stopped {
+		for _, f := range ends {
+			if f.n == int64(scan) {
+				page.Next = encodeCursor(cursor{Key: f.key, Seq: f.e.Seq})
+			}
 		}
 	}
 	return page, nil

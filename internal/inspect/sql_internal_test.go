@@ -36,6 +36,7 @@ func sampleFields(q *pgsql.Templates) map[string]map[string]any {
 		"list_scan": {"table": "outbox_event", "archived": false, "key": "failed_at", "where": "true", "terms": "payload @? $1::jsonpath",
 			"order": "failed_at DESC, seq DESC", "limit": 11, "scan": 100},
 		"matching_scan": {"table": "outbox_event_archive", "where": "true", "terms": "headers @> $1::jsonb", "scan": 100},
+		"list_scan_end": {"table": "outbox_event_archive", "key": "archived_at", "where": "true", "order": "archived_at DESC, seq DESC", "scan": 100},
 	}
 }
 
