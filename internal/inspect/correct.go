@@ -128,7 +128,9 @@ func correctionError(err error) error {
 	switch pgErr.Code {
 	case "55000":
 		return fmt.Errorf("%w (%s)", ErrNotCorrectable, pgErr.Message)
-	case "22023", "22P02", "22P05":
+	case "22P05":
+		return invalidf("the corrected payload cannot be stored: %s (PostgreSQL's jsonb holds no \\u0000)", pgErr.Message)
+	case "22023", "22P02":
 		return invalidf("%s", pgErr.Message)
 	case "42501", "42883":
 		return fmt.Errorf("correct refused: this role may not correct events (apply `outboxtop grants --role operator`, which grants EXECUTE on outboxtop_correct): %w", err)

@@ -1,0 +1,88 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// correctFile writes a payload file for correct.
+func correctFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "payload.json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// correct shows the diff first (all of it with --dry-run, which changes
+// nothing), then replaces the failed event by a copy in its place: the
+// original archived, one audit row. Whatever cannot be done is one line, exit
+// 2, nothing changed: no payload, a payload that is not JSON, no reason, a
+// payload on stdin without --yes, an event that is not failed, an unchanged
+// payload, read-only mode.
+func TestCorrectShowsTheDiffThenReplacesTheEvent(t *testing.T) {
+	t.Parallel()
+	env, pool := outboxDB(t)
+	good := correctFile(t, `{"customer": {"id": 42}}`)
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"correct", "--id", cliFailed, "--reason", "x", "--yes"}, "--payload-file"},
+		{[]string{"correct", "--id", cliFailed, "--payload-file", correctFile(t, `{"customer": `), "--reason", "x", "--yes"}, "not valid JSON at byte"},
+		{[]string{"correct", "--id", cliFailed, "--payload-file", good, "--yes"}, "needs --reason"},
+		{[]string{"correct", "--id", cliFailed, "--payload-file", "-", "--reason", "x"}, "pass --yes"},
+		{[]string{"correct", "--id", cliReady, "--payload-file", good, "--reason", "x", "--yes"}, "is ready"},
+		{[]string{"correct", "--id", cliFailed, "--payload-file", correctFile(t, `{}`), "--reason", "x", "--yes"}, "unchanged"},
+		{[]string{"correct", "--id", cliFailed, "--payload-file", good, "--reason", "x", "--read-only"}, "read-only"},
+		{[]string{"correct", "--id", cliFailed, "--payload-file", correctFile(t, `{"s": "\u0000"}`), "--reason", "x", "--yes"}, "holds no \\u0000"},
+		{[]string{"correct", "--id", cliFailed, "--payload-file", filepath.Join(t.TempDir(), "missing.json"), "--reason", "x", "--yes"}, "no such file"},
+	} {
+		r := run(t, env, c.args...)
+		if r.code != ExitUsage || !strings.Contains(r.err, c.says) || strings.Count(strings.TrimSpace(r.err), "\n") != 0 {
+			t.Errorf("%v: %+v; want exit %d, one line saying %q", c.args, r, ExitUsage, c.says)
+		}
+	}
+	if n, _ := auditCount(t, pool); n != 0 || !failedAt(t, pool, cliFailed) {
+		t.Fatal("a refused correction changed something")
+	}
+	r := run(t, env, "correct", "--id", cliFailed[:8], "--payload-file", good, "--reason", "typo", "--dry-run")
+	if r.code != ExitOK || !strings.Contains(r.out, "correct "+cliFailed+": 1 change\n  customer: added {\"id\": 42}\n") {
+		t.Fatalf("dry run: %+v", r)
+	}
+	if n, _ := auditCount(t, pool); n != 0 {
+		t.Fatal("the dry run changed something")
+	}
+	r = run(t, env, "correct", "--id", cliFailed, "--payload-file", good, "--reason", "typo", "--yes", "--actor", "alice")
+	if r.code != ExitOK || !strings.Contains(r.out, "corrected "+cliFailed+" as ") {
+		t.Fatalf("correct: %+v", r)
+	}
+	var seqs, archived int
+	if err := pool.QueryRow(context.Background(), `SELECT
+		(SELECT count(*) FROM outbox_event e, outbox_event_archive a WHERE a.event_id = $1 AND e.correction_of = a.event_id AND e.seq = a.seq),
+		(SELECT count(*) FROM outbox_event_archive WHERE event_id = $1 AND failed_at IS NOT NULL)`, cliFailed).Scan(&seqs, &archived); err != nil {
+		t.Fatal(err)
+	}
+	if n, actor := auditCount(t, pool); n != 1 || actor != "alice" || seqs != 1 || archived != 1 {
+		t.Errorf("after correct: %d audit rows by %q, %d copies in the original's seq, %d archived originals; want 1 by alice, 1, 1", n, actor, seqs, archived)
+	}
+}
+
+// The payload may come on stdin.
+func TestCorrectReadsThePayloadFromStdin(t *testing.T) {
+	t.Parallel()
+	env, pool := outboxDB(t)
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"correct", "--id", cliFailed, "--payload-file", "-", "--reason", "typo", "--yes"}, IO{
+		In: strings.NewReader(`{"fixed": true}`), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }})
+	var copies int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox_event WHERE correction_of = $1 AND payload = '{"fixed": true}'`,
+		cliFailed).Scan(&copies); err != nil || code != ExitOK || copies != 1 {
+		t.Fatalf("correct from stdin: exit %d, %d copies (%v): %s %s", code, copies, err, out.String(), errb.String())
+	}
+}
