@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,5 +85,35 @@ func TestCorrectReadsThePayloadFromStdin(t *testing.T) {
 	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox_event WHERE correction_of = $1 AND payload = '{"fixed": true}'`,
 		cliFailed).Scan(&copies); err != nil || code != ExitOK || copies != 1 {
 		t.Fatalf("correct from stdin: exit %d, %d copies (%v): %s %s", code, copies, err, out.String(), errb.String())
+	}
+}
+
+// events --json carries each listed event's attempt history, by event id.
+func TestEventsJSONCarriesTheAttemptHistory(t *testing.T) {
+	t.Parallel()
+	env, pool := outboxDB(t)
+	if _, err := pool.Exec(context.Background(), `INSERT INTO outbox_attempt (event_id, attempt, lease_holder, class, outcome, error, kafka_code)
+		VALUES ($1, 5, 'relay-a:1', 'permanent', 'fail', 'MESSAGE_TOO_LARGE', 10)`, cliFailed); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, env, "events", "--state", "failed", "--json")
+	var page struct {
+		Events []struct {
+			EventID string `json:"event_id"`
+		} `json:"events"`
+		AttemptHistory map[string][]struct {
+			Attempt   int    `json:"attempt"`
+			Holder    string `json:"lease_holder"`
+			Class     string `json:"class"`
+			KafkaCode *int   `json:"kafka_code"`
+		} `json:"attempt_history"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &page); err != nil || r.code != ExitOK {
+		t.Fatalf("events --json: %+v (%v)", r, err)
+	}
+	h := page.AttemptHistory[cliFailed]
+	if len(page.Events) != 1 || len(h) != 1 || h[0].Attempt != 5 || h[0].Holder != "relay-a:1" || h[0].Class != "permanent" ||
+		h[0].KafkaCode == nil || *h[0].KafkaCode != 10 {
+		t.Errorf("events --json history: %+v", page)
 	}
 }
