@@ -7,6 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,6 +226,62 @@ func TestRelayGrants(t *testing.T) {
 		_, err := b.as.Exec(b.ctx, sql)
 		assertDenied(t, "relay may not "+what, err)
 	}
+}
+
+// A relay whose role may not add attempt history (its grants were applied
+// before the history existed and the upgrade did not reach it) still fails a
+// poison event and publishes the rest: the history is refused, said in the
+// log, and nothing else changes.
+func TestRelayWithoutTheHistoryGrantLosesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "relay")
+	if _, err := b.admin.Exec(b.ctx, `REVOKE INSERT ON outbox_attempt FROM `+pgx.Identifier{b.role}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	k := testenv.NewKafka(t)
+	k.CreateTopics(t, 3, "outbox.order")
+	b.insert(t, "order", "o-1", 10)
+	b.insert(t, "bad topic!", "p-1", 1)
+	client, err := relay.NewKafkaClient(relay.KafkaConfig{Brokers: k.Brokers, DeliveryTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	r, err := relay.New(b.as, client, relay.Config{TopicTemplate: k.Prefix + "outbox.{aggregate_type}", Drain: true,
+		PollInterval: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	if err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, wire.PublishedSQL); n != 10 {
+		t.Errorf("published %d events, want 10", n)
+	}
+	if n := b.count(t, wire.FailedSQL+" AND aggregate_type = 'bad topic!'"); n != 1 {
+		t.Errorf("the poison event is not failed (%d)", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "attempt history refused: run `outboxtop migrate` and apply `outboxtop grants --role relay`") {
+		t.Errorf("the log does not say the history was refused:\n%s", logs.String())
+	}
+}
+
+// lockedWriter serializes a log's writes.
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // TestConsoleGrants: a read-only console sees everything (snapshot, lists, detail)
