@@ -294,3 +294,30 @@ func TestPayloadSearchIsBoundedWithoutAnIndexAndUsesOne(t *testing.T) {
 		t.Fatalf("existence, which jsonb_path_ops does not serve: %d events, scan %+v", len(p.Events), p.Scan)
 	}
 }
+
+// TestPayloadSearchOfTheArchive: the Archived view searches the archive's
+// payloads and headers, bounded and plain alike.
+func TestPayloadSearchOfTheArchive(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(t, `INSERT INTO outbox_event_archive (event_id, seq, aggregate_type, aggregate_id, event_type, payload, headers, created_at, available_at, attempts, published_at, archived_at)
+		SELECT gen_random_uuid(), g, 'order', 'o-' || g, 'OrderPlaced', jsonb_build_object('n', g), jsonb_build_object('k', 'v' || g),
+			now() - interval '1 day', now() - interval '1 day', 1, now() - interval '1 hour', now() - g * interval '1 second'
+		FROM generate_series(1, 50) g`)
+	for _, maxScan := range []int{-1, 10, 0} {
+		p, err := b.in.List(b.ctx, inspect.ListOptions{State: inspect.Archived, Sort: inspect.SortArchivedAt, Desc: true,
+			Filter: inspect.Filter{Payload: []string{"n=7"}, Headers: []string{"k=v7"}}, MaxScan: maxScan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if maxScan == 10 {
+			if len(p.Events) != 1 || p.Scan == nil || p.Scan.Scanned != 10 || !p.Scan.Stopped {
+				t.Errorf("bounded: %+v %+v", p.Events, p.Scan)
+			}
+			continue
+		}
+		if len(p.Events) != 1 || p.Events[0].AggregateID != "o-7" || p.Events[0].State != inspect.Archived {
+			t.Errorf("max scan %d: %+v", maxScan, p.Events)
+		}
+	}
+}
