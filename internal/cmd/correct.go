@@ -50,11 +50,7 @@ func runCorrect(ctx context.Context, args []string, io IO) error {
 	if c.Actor == "" {
 		c.Actor = inspect.DefaultActor(io.Getenv)
 	}
-	var opts []inspect.Option
-	if *readOnly {
-		opts = append(opts, inspect.ReadOnly())
-	}
-	in, pool, err := db.inspector(ctx, io, opts...)
+	in, pool, err := db.actingInspector(ctx, io, *readOnly)
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,16 @@ func (d *dbFlags) inspector(ctx context.Context, io IO, opts ...inspect.Option) 
 	return in, pool, nil
 }
 
+// actingInspector is inspector for a command that acts: read-only (every
+// action refused by the Inspector itself) when readOnly is set.
+func (d *dbFlags) actingInspector(ctx context.Context, io IO, readOnly bool) (*inspect.Inspector, *pgxpool.Pool, error) {
+	var opts []inspect.Option
+	if readOnly {
+		opts = append(opts, inspect.ReadOnly())
+	}
+	return d.inspector(ctx, io, opts...)
+}
+
 // isTerminal reports whether r is a terminal a person can answer on.
 func isTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)

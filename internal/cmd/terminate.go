@@ -38,11 +38,7 @@ func runTerminateBackend(ctx context.Context, args []string, io IO) error {
 	if *actor == "" {
 		*actor = inspect.DefaultActor(io.Getenv)
 	}
-	var opts []inspect.Option
-	if *readOnly {
-		opts = append(opts, inspect.ReadOnly())
-	}
-	in, pool, err := db.inspector(ctx, io, opts...)
+	in, pool, err := db.actingInspector(ctx, io, *readOnly)
 	if err != nil {
 		return err
 	}
