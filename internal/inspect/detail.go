@@ -57,37 +57,17 @@ func (i *Inspector) Detail(ctx context.Context, id string) (EventDetail, error) 
 	if err != nil {
 		return EventDetail{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	rows, err := i.pool.Query(ctx, i.q.SQL("event_inboxes"), id)
-	if err != nil {
-		return EventDetail{}, fmt.Errorf("reading inbox rows of %s: %w", id, err)
+	if d.Consumed, err = collect(ctx, i, "event_inboxes", id, "inbox rows", pgx.RowToStructByPos[Consumption]); err != nil {
+		return EventDetail{}, err
 	}
-	d.Consumed, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Consumption])
-	if err != nil {
-		return EventDetail{}, fmt.Errorf("reading inbox rows of %s: %w", id, err)
+	if d.Replays, err = collect(ctx, i, "event_replays", id, "replays", pgx.RowTo[string]); err != nil {
+		return EventDetail{}, err
 	}
-	rows, err = i.pool.Query(ctx, i.q.SQL("event_replays"), id)
-	if err != nil {
-		return EventDetail{}, fmt.Errorf("reading replays of %s: %w", id, err)
+	if d.CorrectedAs, err = collect(ctx, i, "event_corrections", id, "corrections", pgx.RowTo[string]); err != nil {
+		return EventDetail{}, err
 	}
-	d.Replays, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return EventDetail{}, fmt.Errorf("reading replays of %s: %w", id, err)
-	}
-	rows, err = i.pool.Query(ctx, i.q.SQL("event_corrections"), id)
-	if err != nil {
-		return EventDetail{}, fmt.Errorf("reading corrections of %s: %w", id, err)
-	}
-	d.CorrectedAs, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return EventDetail{}, fmt.Errorf("reading corrections of %s: %w", id, err)
-	}
-	rows, err = i.pool.Query(ctx, i.q.SQL("trace_audit"), id)
-	if err != nil {
-		return EventDetail{}, fmt.Errorf("reading audit rows of %s: %w", id, err)
-	}
-	d.Audit, err = pgx.CollectRows(rows, pgx.RowToStructByPos[AuditEntry])
-	if err != nil {
-		return EventDetail{}, fmt.Errorf("reading audit rows of %s: %w", id, err)
+	if d.Audit, err = collect(ctx, i, "trace_audit", id, "audit rows", pgx.RowToStructByPos[AuditEntry]); err != nil {
+		return EventDetail{}, err
 	}
 	// A role without the history's grant still sees the event: the history
 	// says why it is missing.
@@ -101,4 +81,17 @@ func (i *Inspector) Detail(ctx context.Context, id string) (EventDetail, error) 
 		d.AttemptHistory = h[id]
 	}
 	return d, nil
+}
+
+// collect reads what statement stmt returns for event id, each row by scan.
+func collect[T any](ctx context.Context, i *Inspector, stmt, id, what string, scan pgx.RowToFunc[T]) ([]T, error) {
+	rows, err := i.pool.Query(ctx, i.q.SQL(stmt), id)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s of %s: %w", what, id, err)
+	}
+	out, err := pgx.CollectRows(rows, scan)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s of %s: %w", what, id, err)
+	}
+	return out, nil
 }
