@@ -6,11 +6,16 @@
 CREATE OR REPLACE FUNCTION {{.schema}}.outboxtop_attempt_prune() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_temp AS $$
 BEGIN
+    -- Driven by the added events, each one a walk of the primary key from its
+    -- newest row: a join with the whole table (the planner's choice for a
+    -- plain DELETE … USING) read every history row, 30 ms a batch at 200,000
+    -- rows and growing with the table.
     DELETE FROM {{.schema}}.outbox_attempt a
-    USING (SELECT DISTINCT n.event_id FROM added n) t
-    WHERE a.event_id = t.event_id
-      AND a.attempt_id <= (SELECT b.attempt_id FROM {{.schema}}.outbox_attempt b
-                           WHERE b.event_id = t.event_id ORDER BY b.attempt_id DESC OFFSET 20 LIMIT 1);
+    WHERE (a.event_id, a.attempt_id) IN (
+        SELECT t.event_id, o.attempt_id
+        FROM (SELECT DISTINCT n.event_id FROM added n) t
+        CROSS JOIN LATERAL (SELECT b.attempt_id FROM {{.schema}}.outbox_attempt b
+                            WHERE b.event_id = t.event_id ORDER BY b.attempt_id DESC OFFSET 20) o);
     RETURN NULL;
 END;
 $$;
