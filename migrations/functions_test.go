@@ -73,7 +73,7 @@ var syntax = map[string]bool{
 	"in": true, "any": true, "all": true, "exists": true, "values": true, "as": true, "using": true,
 	"conflict": true, "and": true, "or": true, "not": true, "from": true, "where": true, "if": true,
 	"elsif": true, "when": true, "then": true, "else": true, "select": true, "operator": true, "on": true,
-	"return": true, "returns": true, "into": true, "set": true, "join": true, "distinct": true,
+	"return": true, "returns": true, "into": true, "set": true, "join": true, "distinct": true, "lateral": true,
 }
 
 var callLike = regexp.MustCompile(`(?i)(\.?)\b([a-z_][a-z0-9_$]*)\s*\(`)
