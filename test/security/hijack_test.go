@@ -141,6 +141,10 @@ var shadows = []struct{ create, probe string }{
 	{`CREATE FUNCTION {s}.shadow_cat_text(text[], text[]) RETURNS text[] LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'shadow text[] || text[] called'; END$$;
 		CREATE OPERATOR {s}.|| (LEFTARG = text[], RIGHTARG = text[], FUNCTION = {s}.shadow_cat_text)`,
 		`SELECT '{}'::text[] || '{}'::text[]`},
+	{`CREATE FUNCTION {s}.array_append(text[], text) RETURNS text[] LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'shadow array_append(text[], text) called'; END$$`,
+		`SELECT array_append('{}'::text[], 'x')`},
+	{`CREATE FUNCTION {s}.to_jsonb(text[]) RETURNS jsonb LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'shadow to_jsonb(text[]) called'; END$$`,
+		`SELECT to_jsonb('{}'::text[])`},
 	{`CREATE FUNCTION {s}.shadow_contained(text[], text[]) RETURNS boolean LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'shadow text[] <@ text[] called'; END$$;
 		CREATE OPERATOR {s}.<@ (LEFTARG = text[], RIGHTARG = text[], FUNCTION = {s}.shadow_contained)`,
 		`SELECT '{}'::text[] <@ '{}'::text[]`},
@@ -207,6 +211,11 @@ func TestShadowedBuiltinsAreNeverCalled(t *testing.T) {
 		`SELECT outboxtop_audit_relay('a', 'pause')`,
 		`SELECT outboxtop_audit_terminate('a', NULL, '{"pid": 2147483000}')`,
 		`SELECT outboxtop_relay_beat('h:1', 'running', true, 5000, 0, 'v', 'aggregate', 10)`,
+		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, failed_at)
+			VALUES ('00000000-0000-4000-8000-000000000007', 'order', 'o-7', 'E', '{"a": {"b": 1}, "d": 1}', now())`,
+		`SELECT * FROM outboxtop_correct('a', 'r', '00000000-0000-4000-8000-000000000007', '{"a": {"b": 2}, "c": [1]}', '{}')`,
+		`INSERT INTO outbox_attempt (event_id, attempt, class, outcome)
+			SELECT '00000000-0000-4000-8000-000000000007', g, 'retriable', 'schedule' FROM generate_series(1, 25) g`,
 		`UPDATE outbox_event SET published_at = now() - interval '2 days' WHERE published_at IS NULL`,
 		`SELECT outboxtop_archive_published(interval '1 day', 100)`,
 		`UPDATE outbox_event_archive SET archived_at = now() - interval '2 days', published_at = coalesce(published_at, now())`,
@@ -224,7 +233,7 @@ func TestShadowedBuiltinsAreNeverCalled(t *testing.T) {
 	if err := db.QueryRow(ctx, `SELECT string_agg(action, ' ' ORDER BY audit_id) FROM outbox_audit`).Scan(&actions); err != nil {
 		t.Fatal(err)
 	}
-	if want := "retry reset-lease park skip archive replay replay pause terminate-backend"; actions != want {
+	if want := "retry reset-lease park skip archive replay replay pause terminate-backend correct"; actions != want {
 		t.Errorf("audit rows %q, want %q", actions, want)
 	}
 	var left int
