@@ -150,6 +150,10 @@ func (m *Model) bulkAction(a inspect.Action, lv *listView) (tea.Cmd, bool) {
 // and the time it would take.
 func (p *pendingAction) bulkPrompt() string {
 	what := fmt.Sprintf("%s all %s matching events", verb(p.action), p.bulkCount)
+	if p.from == wire.Pending && p.action == inspect.Retry {
+		// Retry takes the scheduled ones; the ready ones are left alone.
+		what = fmt.Sprintf("Retry the scheduled of all %s matching events", p.bulkCount)
+	}
 	if p.rate > 0 {
 		_, _, d := inspect.PacedEstimate(p.bulkCount.Value, 0, p.rate, 0)
 		what += fmt.Sprintf(" at %s/s (~%s)", trimRate(p.rate), age(d))

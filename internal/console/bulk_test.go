@@ -105,6 +105,11 @@ func TestBulkMarkClearsAndIsForPacedActionsOnly(t *testing.T) {
 	if m.confirm == nil || m.confirm.bulk {
 		t.Fatalf("after esc r is a bulk action: %+v", m.confirm)
 	}
+	// In Pending, a bulk retry says it takes the scheduled events.
+	press(m, "esc", "*", "*", "r")
+	if s := screenText(m); !strings.Contains(s, "Retry the scheduled of all 3000 matching events at 100/s") {
+		t.Fatalf("bulk retry in Pending:\n%s", s)
+	}
 }
 
 // A small bulk action (up to BulkPaceAbove events) is not paced.
