@@ -62,3 +62,49 @@ func TestActionOnLockedRowsSaysSo(t *testing.T) {
 		t.Fatalf("retry once the holder let go: %+v, %v", res, err)
 	}
 }
+
+// A correction of an event another session holds gives up the same way,
+// changing nothing, and goes through once the holder lets go.
+func TestCorrectionOfALockedEventSaysSo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, dsn := testenv.Pool(t)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "300ms"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	in, err := inspect.New(pool, "public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{pool: pool, in: in, ctx: ctx}
+	const id = "0196b0c2-0000-7000-8000-0000000000f2"
+	b.insert(t, row{id: id, aggID: "o-2", created: -time.Minute, attempts: 3, failed: ago(time.Second), lastError: "boom"})
+	holder, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, "SELECT 1 FROM outbox_event WHERE event_id = $1 FOR UPDATE", id); err != nil {
+		t.Fatal(err)
+	}
+	c := inspect.Correction{ID: id, Payload: []byte(`{"fixed": true}`), Reason: "typo", Actor: "tester"}
+	if _, err := in.Correct(ctx, c); !errors.Is(err, inspect.ErrRowsLocked) {
+		t.Fatalf("correcting a locked event: %v, want ErrRowsLocked", err)
+	}
+	if got := b.state(t, id); got != "failed" {
+		t.Fatalf("after the refused correction the event is %q, want failed", got)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := in.Correct(ctx, c); err != nil || len(res.EventIDs) != 1 {
+		t.Fatalf("correct once the holder let go: %+v, %v", res, err)
+	}
+}
