@@ -3,24 +3,26 @@
 CREATE OR REPLACE FUNCTION {{.schema}}.outboxtop_delete_archived(p_age interval, p_batch integer)
 RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_temp AS $$
 DECLARE
-    n integer;
+    ids uuid[];
 BEGIN
     IF p_age IS NULL OR p_age < interval '0' OR p_batch IS NULL OR p_batch < 1 THEN
         RAISE EXCEPTION 'retention: the age must not be negative and the batch must be positive (got %, %)', p_age, p_batch
             USING ERRCODE = '22023';
     END IF;
-    -- An event's attempt history goes with its archived row.
     WITH gone AS (
         DELETE FROM {{.schema}}.outbox_event_archive WHERE event_id IN (
             SELECT event_id FROM {{.schema}}.outbox_event_archive
             WHERE archived_at <= pg_catalog.now() - p_age AND published_at IS NOT NULL
             ORDER BY archived_at LIMIT p_batch FOR UPDATE SKIP LOCKED)
         RETURNING event_id
-    ), history AS (
-        DELETE FROM {{.schema}}.outbox_attempt h WHERE h.event_id IN (SELECT event_id FROM gone)
     )
-    SELECT pg_catalog.count(*) INTO n FROM gone;
-    RETURN n;
+    SELECT pg_catalog.array_agg(event_id) INTO ids FROM gone;
+    -- An event's attempt history goes with its archived row: looked up by the
+    -- ids, along the primary key, however large the history is.
+    IF ids IS NOT NULL THEN
+        DELETE FROM {{.schema}}.outbox_attempt h WHERE h.event_id = ANY (ids);
+    END IF;
+    RETURN coalesce(pg_catalog.cardinality(ids), 0);
 END;
 $$;
 
