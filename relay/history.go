@@ -17,9 +17,9 @@ import (
 // settle, by a statement of its own, only when the batch has such an event: a
 // batch published whole writes nothing, and the claim and the mark are
 // unchanged. A history row that cannot be written (the role's grants predate
-// the table, a database error) is logged, at most every historyWarnEvery, and
-// never holds up or undoes the settle: the events' rows are what delivery
-// depends on; the history only explains them.
+// the table, a database error) is logged, at most every historyWarnEvery, is
+// not tried again, and never holds up or undoes the settle: the events' rows
+// are what delivery depends on; the history only explains them.
 
 // historyWarnEvery spaces out the warning that history rows were not written.
 const historyWarnEvery = time.Minute
@@ -68,12 +68,11 @@ func (r *Relay) writeHistory(ctx context.Context, settles []settlement) {
 	if len(ids) == 0 {
 		return
 	}
-	_, err := retryDB(ctx, func() (int, error) {
-		tag, err := r.pool.Exec(ctx, r.sql.attemptHistory, pgx.StrictNamedArgs{"holder": r.cfg.Holder,
-			"ids": ids, "attempts": attempts, "classes": classes, "outcomes": outcomes, "errors": errs,
-			"codes": codes, "backoffs_ms": backoffs})
-		return int(tag.RowsAffected()), err
-	})
+	// Tried once: a row that could not be written is logged, never retried
+	// at the batch loop's expense (a refused grant would be refused again).
+	_, err := r.pool.Exec(ctx, r.sql.attemptHistory, pgx.StrictNamedArgs{"holder": r.cfg.Holder,
+		"ids": ids, "attempts": attempts, "classes": classes, "outcomes": outcomes, "errors": errs,
+		"codes": codes, "backoffs_ms": backoffs})
 	if err == nil || ctx.Err() != nil {
 		return
 	}
