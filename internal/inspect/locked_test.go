@@ -19,23 +19,8 @@ import (
 // lets go.
 func TestActionOnLockedRowsSaysSo(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	_, dsn := testenv.Pool(t)
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "300ms"
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	in, err := inspect.New(pool, "public")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &bundle{pool: pool, in: in, ctx: ctx}
+	b := lockTimeoutBundle(t)
+	ctx, pool, in := b.ctx, b.pool, b.in
 	const id = "0196b0c2-0000-7000-8000-0000000000f1"
 	b.insert(t, row{id: id, aggID: "o-1", created: -time.Minute, attempts: 3, failed: ago(time.Second), lastError: "boom"})
 
@@ -67,23 +52,8 @@ func TestActionOnLockedRowsSaysSo(t *testing.T) {
 // changing nothing, and goes through once the holder lets go.
 func TestCorrectionOfALockedEventSaysSo(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	_, dsn := testenv.Pool(t)
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "300ms"
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	in, err := inspect.New(pool, "public")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &bundle{pool: pool, in: in, ctx: ctx}
+	b := lockTimeoutBundle(t)
+	ctx, pool, in := b.ctx, b.pool, b.in
 	const id = "0196b0c2-0000-7000-8000-0000000000f2"
 	b.insert(t, row{id: id, aggID: "o-2", created: -time.Minute, attempts: 3, failed: ago(time.Second), lastError: "boom"})
 	holder, err := pool.Begin(ctx)
@@ -107,4 +77,27 @@ func TestCorrectionOfALockedEventSaysSo(t *testing.T) {
 	if res, err := in.Correct(ctx, c); err != nil || len(res.EventIDs) != 1 {
 		t.Fatalf("correct once the holder let go: %+v, %v", res, err)
 	}
+}
+
+// lockTimeoutBundle is a bundle whose sessions give up waiting for a lock
+// after 300 ms, as the CLI's and the consoles' do after ActionLockTimeout.
+func lockTimeoutBundle(t *testing.T) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	_, dsn := testenv.Pool(t)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "300ms"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	in, err := inspect.New(pool, "public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bundle{pool: pool, in: in, ctx: ctx}
 }
