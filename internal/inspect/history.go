@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -94,17 +95,14 @@ func (d EventDetail) Timeline() []HistoryItem {
 	for k := range d.Audit {
 		out = append(out, HistoryItem{At: d.Audit[k].At, Action: &d.Audit[k]})
 	}
-	slices.SortStableFunc(out, func(a, b HistoryItem) int {
-		if c := a.At.Compare(b.At); c != 0 {
-			return c
-		}
-		if (a.Action == nil) != (b.Action == nil) {
-			if a.Action == nil {
-				return -1
-			}
+	isAction := func(h HistoryItem) int {
+		if h.Action != nil {
 			return 1
 		}
 		return 0
+	}
+	slices.SortStableFunc(out, func(a, b HistoryItem) int {
+		return cmp.Or(a.At.Compare(b.At), isAction(a)-isAction(b))
 	})
 	return out
 }
@@ -144,11 +142,15 @@ func (h HistoryItem) What(errMax int) string {
 			s += " (" + ke.Message + ")"
 		}
 	}
+	var backoff time.Duration
+	if a.BackoffMS != nil {
+		backoff = time.Duration(*a.BackoffMS) * time.Millisecond
+	}
 	switch a.Outcome {
 	case "schedule":
-		s += " → again in " + time.Duration(ptrOr(a.BackoffMS, 0)*int64(time.Millisecond)).String()
+		s += " → again in " + backoff.String()
 	case "wait":
-		s += " → waits for its topic, " + time.Duration(ptrOr(a.BackoffMS, 0)*int64(time.Millisecond)).String() + ", not counted"
+		s += " → waits for its topic, " + backoff.String() + ", not counted"
 	case "release":
 		s += " → ready again, not counted"
 	case "fail":
@@ -160,13 +162,6 @@ func (h HistoryItem) What(errMax int) string {
 		s += ": " + a.Error
 	}
 	return s
-}
-
-func ptrOr[T any](p *T, or T) T {
-	if p == nil {
-		return or
-	}
-	return *p
 }
 
 // String is the change on one line: "customer.id: 41 → 42", "note: added
