@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"unicode/utf16"
 
+	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/outboxtop/outboxtop/internal/inspect"
@@ -24,8 +26,11 @@ import (
 // JSON, and the database's diff of the two payloads is shown on the prompt
 // line with a reason to type; enter sends the copy (inspect.Correction), esc
 // cancels. Nothing is changed before that enter. Over SSH (outboxtop serve)
-// the editor would run on the server, so the console says to use `outboxtop
-// correct --payload-file` instead.
+// an editor would run on the server, so the payload opens in a field editor
+// inside the console instead (fieldEditor): ctrl+s takes the text to the same
+// review, esc cancels. Its text is the payload with every character outside
+// printable ASCII written as a JSON \u escape, the same JSON, so no payload
+// can draw anything but its own characters on the operator's terminal.
 
 // actionCorrect names a correction on the prompt and in the status line; it is
 // not one of inspect's filter-wide Actions (a correction is one event).
@@ -69,6 +74,11 @@ type (
 		diff    []inspect.Change
 		err     error
 	}
+	correctFieldMsg struct {
+		id   string
+		text []byte
+		err  error
+	}
 	correctDoneMsg struct {
 		id     string
 		result inspect.Result
@@ -81,10 +91,6 @@ type (
 func (m *Model) correctKey() tea.Cmd {
 	if m.opts.ReadOnly {
 		m.setStatus("read-only console: actions are refused", true)
-		return nil
-	}
-	if m.opts.Terminal != nil {
-		m.setStatus("over SSH the editor would run on the server: correct with `outboxtop correct --id ID --payload-file FILE`", true)
 		return nil
 	}
 	id := ""
@@ -101,35 +107,48 @@ func (m *Model) correctKey() tea.Cmd {
 		return nil
 	}
 	in, ctx := m.opts.Inspector, m.opts.Context
+	if m.opts.Terminal != nil {
+		m.setStatus("correct "+shortID(id)+": reading the payload…", false)
+		return func() tea.Msg { return readPayloadText(ctx, in, id) }
+	}
 	m.setStatus("correct "+shortID(id)+": opening the payload in the editor…", false)
 	return func() tea.Msg { return writePayloadFile(ctx, in, id) }
+}
+
+// failedPayload is the failed event's payload, pretty-printed, for editing.
+func failedPayload(ctx context.Context, in *inspect.Inspector, id string) ([]byte, error) {
+	d, err := in.Detail(ctx, id)
+	switch {
+	case err != nil:
+		return nil, err
+	case d.State != wire.Failed:
+		return nil, fmt.Errorf("%w: it is %s", inspect.ErrNotCorrectable, d.State)
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, d.Payload, "", "  "); err != nil {
+		return nil, err
+	}
+	pretty.WriteByte('\n')
+	return pretty.Bytes(), nil
 }
 
 // writePayloadFile writes the failed event's payload to a private temporary
 // file for the editor.
 func writePayloadFile(ctx context.Context, in *inspect.Inspector, id string) tea.Msg {
-	d, err := in.Detail(ctx, id)
-	switch {
-	case err != nil:
-		return correctFileMsg{id: id, err: err}
-	case d.State != wire.Failed:
-		return correctFileMsg{id: id, err: fmt.Errorf("%w: it is %s", inspect.ErrNotCorrectable, d.State)}
-	}
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, d.Payload, "", "  "); err != nil {
+	pretty, err := failedPayload(ctx, in, id)
+	if err != nil {
 		return correctFileMsg{id: id, err: err}
 	}
-	pretty.WriteByte('\n')
 	f, err := os.CreateTemp("", "outboxtop-correct-*.json") // mode 0600
 	if err != nil {
 		return correctFileMsg{id: id, err: err}
 	}
 	defer f.Close()
-	if _, err := f.Write(pretty.Bytes()); err != nil {
+	if _, err := f.Write(pretty); err != nil {
 		os.Remove(f.Name())
 		return correctFileMsg{id: id, err: err}
 	}
-	return correctFileMsg{id: id, path: f.Name(), written: pretty.Bytes()}
+	return correctFileMsg{id: id, path: f.Name(), written: pretty}
 }
 
 // editCommand opens path in the user's editor, through the shell so that an
@@ -158,7 +177,6 @@ func (m *Model) editPayload(msg correctFileMsg) tea.Cmd {
 
 // correctStep moves a correction on by one of its messages.
 func (m *Model) correctStep(msg tea.Msg) tea.Cmd {
-	in, ctx := m.opts.Inspector, m.opts.Context
 	fail := func(id string, err error) tea.Cmd {
 		m.setStatus("correct "+shortID(id)+": "+termtext.OneLine(termtext.Sanitize(err.Error())), true)
 		return nil
@@ -183,11 +201,12 @@ func (m *Model) correctStep(msg tea.Msg) tea.Cmd {
 		case !json.Valid(b):
 			return fail(msg.id, errors.New("the edited payload is not valid JSON; nothing changed"))
 		}
-		c := inspect.Correction{ID: msg.id, Payload: json.RawMessage(bytes.TrimSpace(b)), Reason: "preview", Actor: m.opts.Actor}
-		return func() tea.Msg {
-			diff, err := in.PreviewCorrection(ctx, c)
-			return correctPreviewMsg{id: msg.id, payload: c.Payload, diff: diff, err: err}
+		return m.previewCorrection(msg.id, b)
+	case correctFieldMsg:
+		if msg.err != nil {
+			return fail(msg.id, msg.err)
 		}
+		return m.openFieldEditor(msg)
 	case correctPreviewMsg:
 		if msg.err != nil {
 			return fail(msg.id, msg.err)
@@ -216,6 +235,16 @@ func (m *Model) correctStep(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
+// previewCorrection asks the database for the diff of an edited payload.
+func (m *Model) previewCorrection(id string, edited []byte) tea.Cmd {
+	in, ctx := m.opts.Inspector, m.opts.Context
+	c := inspect.Correction{ID: id, Payload: json.RawMessage(bytes.TrimSpace(edited)), Reason: "preview", Actor: m.opts.Actor}
+	return func() tea.Msg {
+		diff, err := in.PreviewCorrection(ctx, c)
+		return correctPreviewMsg{id: id, payload: c.Payload, diff: diff, err: err}
+	}
+}
+
 // runCorrection sends the confirmed correction.
 func (m *Model) runCorrection(c pendingCorrection, reason string) tea.Cmd {
 	in, ctx := m.opts.Inspector, m.opts.Context
@@ -225,4 +254,101 @@ func (m *Model) runCorrection(c pendingCorrection, reason string) tea.Cmd {
 		res, err := in.Correct(ctx, req)
 		return correctDoneMsg{id: c.id, result: res, err: err}
 	}
+}
+
+// fieldEditorMax bounds the payload the field editor opens: it redraws its
+// whole text on every key.
+const fieldEditorMax = 256 << 10
+
+// fieldEditor is the payload being edited inside the console (over SSH).
+type fieldEditor struct {
+	id       string
+	original string
+	ta       textarea.Model
+	// from is the mode to go back to (the list or the detail).
+	from mode
+}
+
+// readPayloadText reads the failed event's payload for the field editor,
+// every character outside printable ASCII written as a \u escape.
+func readPayloadText(ctx context.Context, in *inspect.Inspector, id string) tea.Msg {
+	pretty, err := failedPayload(ctx, in, id)
+	switch {
+	case err != nil:
+		return correctFieldMsg{id: id, err: err}
+	case len(pretty) > fieldEditorMax:
+		return correctFieldMsg{id: id, err: fmt.Errorf("the payload is %d bytes, over the %d the field editor opens: correct it with `outboxtop correct --id %s --payload-file FILE`",
+			len(pretty), fieldEditorMax, id)}
+	}
+	return correctFieldMsg{id: id, text: asciiJSON(pretty)}
+}
+
+// asciiJSON writes every rune of JSON text outside printable ASCII (and the
+// line breaks and indentation kept) as a \u escape: the same JSON value, since
+// such runes can only stand inside strings, with nothing for a terminal to
+// act on or draw misleadingly (bidirectional controls, look-alike spaces).
+func asciiJSON(b []byte) []byte {
+	var out bytes.Buffer
+	for _, r := range string(b) {
+		switch {
+		case r == '\n' || r >= 0x20 && r < 0x7f:
+			out.WriteRune(r)
+		case r > 0xffff:
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&out, "\\u%04x\\u%04x", hi, lo)
+		default:
+			fmt.Fprintf(&out, "\\u%04x", r)
+		}
+	}
+	return out.Bytes()
+}
+
+// openFieldEditor shows the payload in the field editor.
+func (m *Model) openFieldEditor(msg correctFieldMsg) tea.Cmd {
+	ta := textarea.New()
+	ta.ShowLineNumbers = false
+	ta.CharLimit = 0
+	ta.MaxHeight = 0
+	ta.MaxWidth = 0
+	ta.SetValue(string(msg.text))
+	ta.MoveToBegin()
+	w, h := m.bodySize()
+	ta.SetWidth(w)
+	ta.SetHeight(max(h-1, 1))
+	m.field = &fieldEditor{id: msg.id, original: ta.Value(), ta: ta, from: m.mode}
+	m.mode = modeEdit
+	m.setStatus("", false)
+	return m.field.ta.Focus()
+}
+
+// fieldKey edits the payload: ctrl+s takes it to the review, esc cancels.
+func (m *Model) fieldKey(msg tea.KeyPressMsg) tea.Cmd {
+	f := m.field
+	switch msg.String() {
+	case "esc":
+		m.field, m.mode = nil, f.from
+		m.setStatus("correct "+shortID(f.id)+": cancelled; nothing sent", false)
+		return nil
+	case "ctrl+s":
+		text := f.ta.Value()
+		m.field, m.mode = nil, f.from
+		switch {
+		case text == f.original:
+			m.setStatus("correct "+shortID(f.id)+": the payload was not changed; nothing sent", false)
+			return nil
+		case !json.Valid([]byte(text)):
+			m.setStatus("correct "+shortID(f.id)+": the edited payload is not valid JSON; nothing changed", true)
+			return nil
+		}
+		return m.previewCorrection(f.id, []byte(text))
+	}
+	var cmd tea.Cmd
+	f.ta, cmd = f.ta.Update(msg)
+	return cmd
+}
+
+// fieldView is the field editor's screen: what is edited, then the text.
+func (m *Model) fieldView(w int) string {
+	title := m.styles.section.Render(fit("CORRECT "+shortID(m.field.id)+" · the payload as JSON · ctrl+s review the diff · esc cancel", w, false))
+	return title + "\n" + m.field.ta.View()
 }

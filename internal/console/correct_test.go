@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"strings"
@@ -116,5 +117,68 @@ func TestCorrectSendsNothingUnlessChanged(t *testing.T) {
 	ro.keys("4", "e")
 	if s := ro.text(); !strings.Contains(s, "read-only console: actions are refused") {
 		t.Errorf("a read-only console does not refuse e:\n%s", s)
+	}
+}
+
+// Over SSH the payload opens in the console's own field editor, its text
+// inert (every character outside printable ASCII a \u escape of the same
+// JSON); ctrl+s takes it to the same review and enter sends it, esc cancels.
+func TestCorrectOverSSHUsesTheFieldEditor(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{Terminal: &Terminal{}})
+	const id = "0196b0c2-0000-7000-8000-00000000e001"
+	if _, err := b.pool.Exec(context.Background(), `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, failed_at, last_error)
+		VALUES ($1, 'order', 'ssh-1', 'OrderPlaced', jsonb_build_object('note', e'\u202eevil\u001b[31m'), now(), 'boom')`, id); err != nil {
+		t.Fatal(err)
+	}
+	b.run(b.m.startLoad())
+	b.keys("4")
+	for b.m.tables[viewFailed].cursor = 0; ; b.m.tables[viewFailed].cursor++ {
+		r, ok := b.m.tables[viewFailed].current()
+		if !ok {
+			t.Fatal("the event is not listed")
+		}
+		if r.id == id {
+			break
+		}
+	}
+	b.keys("e")
+	if b.m.mode != modeEdit {
+		t.Fatalf("e over SSH did not open the field editor:\n%s", b.text())
+	}
+	text := b.m.field.ta.Value()
+	if strings.ContainsAny(text, "\u202e\x1b") || !strings.Contains(text, `\u202eevil\u001b[31m`) {
+		t.Errorf("the field editor's text is not inert: %q", text)
+	}
+	if s := b.text(); !strings.Contains(s, "CORRECT "+shortID(id)) || !strings.Contains(s, "ctrl+s") {
+		t.Errorf("the field editor's screen:\n%s", s)
+	}
+	b.keys("ctrl+s")
+	if s := b.text(); b.m.mode == modeEdit || !strings.Contains(s, "the payload was not changed; nothing sent") {
+		t.Errorf("ctrl+s on an unchanged payload:\n%s", s)
+	}
+	b.keys("e")
+	b.typeText("x") // keys reach the field
+	if v := b.m.field.ta.Value(); !strings.HasPrefix(v, "x{") {
+		t.Errorf("after typing x: %q", v)
+	}
+	b.keys("esc")
+	if b.m.mode == modeEdit || b.count(`SELECT count(*) FROM outbox_audit`) != 0 {
+		t.Fatal("esc did not cancel")
+	}
+	b.keys("e")
+	b.m.field.ta.SetValue(`{"note": "fixed"}`)
+	b.keys("ctrl+s")
+	if p := b.m.confirm; b.m.mode != modeConfirm || p == nil || p.correction == nil || len(p.correction.diff) != 1 ||
+		p.correction.diff[0].String() != "note: \"\u202eevil\\u001b[31m\" → \"fixed\"" {
+		t.Fatalf("ctrl+s did not reach the review of one change:\n%s", b.text())
+	}
+	if s := b.text(); strings.ContainsAny(s, "\u202e") {
+		t.Errorf("the review draws the payload's bidirectional control:\n%s", s)
+	}
+	b.typeText("drop the escape")
+	b.keys("enter")
+	if n := b.count(`SELECT count(*) FROM outbox_event WHERE correction_of = $1 AND payload = '{"note": "fixed"}'`, id); n != 1 {
+		t.Errorf("%d corrected copies, want 1:\n%s", n, b.text())
 	}
 }

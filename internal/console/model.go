@@ -29,6 +29,7 @@ const (
 	modeDetail
 	modeAggregate
 	modeAudit
+	modeEdit // the field editor of a correction (correct.go)
 )
 
 // MinWidth and MinHeight are the smallest terminal the console draws in.
@@ -39,6 +40,8 @@ const (
 
 // Model is the console's root model.
 type Model struct {
+	// field is the payload being corrected in the field editor (modeEdit).
+	field *fieldEditor
 	// edit, when set, stands in for the editor a correction opens (tests).
 	edit    func(path string, done func(error) tea.Msg) tea.Cmd
 	opts    Options
@@ -172,7 +175,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.terminateDone(msg)
 	case bulkStartedMsg, bulkProgressMsg, bulkDoneMsg:
 		return m, m.bulkMsg(msg)
-	case correctFileMsg, correctEditedMsg, correctPreviewMsg, correctDoneMsg:
+	case correctFileMsg, correctEditedMsg, correctFieldMsg, correctPreviewMsg, correctDoneMsg:
 		return m, m.correctStep(msg)
 	case statusMsg:
 		m.setStatus(msg.text, msg.bad)
@@ -352,6 +355,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		return m.confirmKey(msg)
 	case modeFilter:
 		return m.filterKey(msg)
+	case modeEdit:
+		return m.fieldKey(msg)
 	case modeHelp:
 		if key.Matches(msg, m.keys.Quit) && msg.String() == "ctrl+c" {
 			return tea.Quit

@@ -42,6 +42,8 @@ func (m *Model) Render() string {
 	switch {
 	case m.mode == modeHelp:
 		body = m.helpScreen(w, h)
+	case m.mode == modeEdit:
+		body = m.fieldView(w)
 	case m.mode == modeDetail || (m.mode == modeConfirm && m.detail.id != ""):
 		body = m.detail.view(m.styles, w)
 	case m.mode == modeAudit || (m.mode == modeFilter && m.audit.filtering):
@@ -302,6 +304,8 @@ func (m *Model) footer() string {
 		}
 	case modeFilter:
 		b = []key.Binding{helpOnly("enter", "apply"), helpOnly("esc", "cancel"), helpOnly("backspace", "delete")}
+	case modeEdit:
+		b = []key.Binding{helpOnly("ctrl+s", "review the diff"), helpOnly("esc", "cancel"), helpOnly("arrows", "move")}
 	case modeDetail:
 		acts := m.viewActions()
 		if m.detailFrom == modeAggregate {
