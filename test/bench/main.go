@@ -7,6 +7,7 @@
 //	go run ./test/bench --profile full  # the whole matrix, about an hour
 //	go run ./test/bench --profile incident --pg-set wal_compression=lz4
 //	go run ./test/bench --profile horizon  # a held xmin horizon, about 80 minutes
+//	go run ./test/bench --only producer    # pgbench writers with and without outboxtop, about 15 minutes
 //
 // --baseline REV measures the relays of this tree and of the binary built from
 // git revision REV side by side in the throughput part (same cluster, kfake in
@@ -66,6 +67,8 @@ var profiles = map[string]profile{
 	// horizon: only the horizon part, about 80 minutes with the defaults
 	// (--horizon-for, --clean-for, --writer-for, --window; horizon.go).
 	"horizon": {name: "horizon"},
+	// producer: only the producer part (--producer-for, --producer-rounds; producer.go).
+	"producer": {name: "producer"},
 	"full": {name: "full", sizes: []int{200_000, 1_000_000}, payloads: []int{256, 4096}, procs: []int{1, 4},
 		batchSweep: []int{100, 250, 500, 1000, 2000, 5000}, latencyFor: 30 * time.Second, rates: []int{100, 1000, 10_000},
 		snapshot: []int{1_000_000, 10_000_000}, memory: 1_000_000},
@@ -83,10 +86,10 @@ type env struct {
 }
 
 func main() {
-	prof := flag.String("profile", "quick", "quick, million, full, incident or horizon")
+	prof := flag.String("profile", "quick", "quick, million, full, incident, horizon or producer")
 	out := flag.String("out", "bench-out", "directory for results.json and results.md")
 	plots := flag.String("plots", "docs/bench", "directory for the SVG plots")
-	only := flag.String("only", "", "run only these parts, comma-separated: throughput, batch, latency, memory, snapshot")
+	only := flag.String("only", "", "run only these parts, comma-separated: throughput, batch, latency, memory, snapshot, incident, horizon, producer")
 	base := flag.String("baseline", "", "also measure the relays of the binary built from this git revision, beside this tree's (throughput part)")
 	events := flag.Int("events", 0, "backlog size replacing the profile's (throughput, batch and memory parts); 0: the profile's")
 	settings := map[string]string{"shared_buffers": "1GB", "max_wal_size": "8GB", "checkpoint_timeout": "15min"}
@@ -101,7 +104,7 @@ func main() {
 	flag.Parse()
 	p, ok := profiles[*prof]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (quick, million, full, incident or horizon)\n", *prof)
+		fmt.Fprintf(os.Stderr, "bench: unknown profile %q (quick, million, full, incident, horizon or producer)\n", *prof)
 		os.Exit(2)
 	}
 	if *events < 0 {
@@ -123,11 +126,11 @@ func main() {
 
 // runsPart says whether profile p with --only runs the named part.
 func runsPart(p profile, only, part string) bool {
-	if (p.name == "incident" || p.name == "horizon") && only == "" {
+	if (p.name == "incident" || p.name == "horizon" || p.name == "producer") && only == "" {
 		only = p.name
 	}
 	if only == "" {
-		return part != "incident" && part != "horizon"
+		return part != "incident" && part != "horizon" && part != "producer"
 	}
 	return slices.Contains(strings.Split(only, ","), part)
 }
@@ -177,9 +180,10 @@ func run(p profile, out, plots, only, base string, settings map[string]string) e
 		{"snapshot", e.snapshot},
 		{"incident", e.incident},
 		{"horizon", e.horizon},
+		{"producer", e.producer},
 	}
 	for _, part := range parts {
-		// incident and horizon run only with their own profiles or --only:
+		// incident, horizon and producer run only with their own profiles or --only:
 		// go run ./test/bench --profile incident
 		if !runsPart(p, only, part.name) {
 			continue

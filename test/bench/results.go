@@ -26,6 +26,7 @@ type results struct {
 	Snapshot   []snapshotRun    `json:"snapshot"`
 	Incident   *incidentResults `json:"incident,omitempty"`
 	Horizon    *horizonResults  `json:"horizon,omitempty"`
+	Producer   *producerResults `json:"producer,omitempty"`
 }
 
 func (r *results) markdown() string {
@@ -92,6 +93,9 @@ func (r *results) markdown() string {
 	}
 	if r.Horizon != nil {
 		r.Horizon.markdown(&b)
+	}
+	if r.Producer != nil {
+		r.Producer.markdown(&b)
 	}
 	return b.String()
 }
