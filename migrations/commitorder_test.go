@@ -36,8 +36,8 @@ func setOrder(t *testing.T, conn *pgx.Conn, want migrations.CommitOrder) migrati
 	return got
 }
 
-// A table migrate creates enforces the commit order; one that existed (the
-// seed's, with its rows) only detects it until told otherwise. The mode
+// Every table, one migrate creates and one that existed (the seed's, with its
+// rows), detects the commit order until told otherwise. The mode
 // switches in place, without rewriting the table, a plain migrate keeps the
 // one chosen, the seed's own insert works in every mode, and seq keeps
 // increasing across the switches (it comes from another sequence while the
@@ -46,8 +46,16 @@ func TestCommitOrderSwitchesInPlaceOnTheSeedTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	fresh := connect(t, testenv.EmptyDB(t))
-	if got := setOrder(t, fresh, migrations.OrderKeep); got != migrations.OrderEnforce || orderOf(t, fresh) != migrations.OrderEnforce {
-		t.Fatalf("a table migrate created is in mode %s, want enforce", got)
+	if got := setOrder(t, fresh, migrations.OrderKeep); got != migrations.OrderDetect || orderOf(t, fresh) != migrations.OrderDetect {
+		t.Fatalf("a table migrate created is in mode %s, want detect", got)
+	}
+	var triggers int
+	if err := fresh.QueryRow(ctx, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'outbox_event'::regclass
+		AND NOT tgisinternal AND tgtype & 4 = 4`).Scan(&triggers); err != nil {
+		t.Fatal(err)
+	}
+	if triggers != 0 {
+		t.Fatalf("a table migrate created has %d insert triggers, want none: the producer's insert pays for nothing", triggers)
 	}
 
 	conn := connect(t, testenv.EmptyDB(t))
@@ -123,9 +131,7 @@ func TestCommitOrderOppositeOrdersDeadlock(t *testing.T) {
 	ctx := context.Background()
 	dsn := testenv.DB(t)
 	a, b := connect(t, dsn), connect(t, dsn)
-	if orderOf(t, a) != migrations.OrderEnforce {
-		t.Fatal("the test database does not enforce the commit order")
-	}
+	setOrder(t, a, migrations.OrderEnforce)
 	ins := func(tx pgx.Tx, agg string) error {
 		_, err := tx.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
 			VALUES (gen_random_uuid(), 'order', $1, 'Changed', '{}')`, agg)
@@ -238,6 +244,7 @@ func TestCommitOrderChangeGivesUpBehindAnOpenWriter(t *testing.T) {
 	ctx := context.Background()
 	dsn := testenv.DB(t)
 	idle, conn := connect(t, dsn), connect(t, dsn)
+	setOrder(t, conn, migrations.OrderEnforce)
 	tx, err := idle.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -246,10 +253,37 @@ func TestCommitOrderChangeGivesUpBehindAnOpenWriter(t *testing.T) {
 	if _, err := tx.Exec(ctx, seedInsert, "o-1"); err != nil {
 		t.Fatal(err)
 	}
+	// Another writer inserts all along: behind each of migrate's tries it
+	// waits a try's length at most, not the whole time migrate keeps trying.
+	writer := connect(t, dsn)
+	stop := make(chan struct{})
+	longest := make(chan time.Duration, 1)
+	go func() {
+		var worst time.Duration
+		defer func() { longest <- worst }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			began := time.Now()
+			if _, err := writer.Exec(ctx, seedInsert, "o-2"); err != nil {
+				t.Error(err)
+				return
+			}
+			worst = max(worst, time.Since(began))
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
 	start := time.Now()
 	_, _, err = migrations.MigrateWith(ctx, conn, "public", migrations.Options{CommitOrder: migrations.OrderDetect})
+	close(stop)
 	if err == nil || !strings.Contains(err.Error(), "stayed open") || time.Since(start) > 30*time.Second {
 		t.Fatalf("migrate behind an open writer: %v after %v", err, time.Since(start))
+	}
+	if worst := <-longest; worst > 1500*time.Millisecond {
+		t.Errorf("an insert waited %v behind the change of mode (a try waits 200ms)", worst)
 	}
 	if o := orderOf(t, conn); o != migrations.OrderEnforce {
 		t.Fatalf("the mode became %s", o)
@@ -268,6 +302,7 @@ func TestLockAggregatesTakesTheTriggersLocks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	conn := connect(t, testenv.DB(t))
+	setOrder(t, conn, migrations.OrderEnforce)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -296,5 +331,39 @@ func TestLockAggregatesTakesTheTriggersLocks(t *testing.T) {
 	}
 	if after := held(); after != before {
 		t.Fatalf("the inserts took %d locks the function had not", after-before)
+	}
+}
+
+// A producer's session settings cannot turn the enforced order off: whatever
+// it sets outboxtop.order_rows to, its insert of an aggregate another open
+// transaction has inserted waits for that transaction.
+func TestCommitOrderIgnoresTheProducersSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testenv.DB(t)
+	holder, conn := connect(t, dsn), connect(t, dsn)
+	setOrder(t, conn, migrations.OrderEnforce)
+	open, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Rollback(ctx)
+	if _, err := open.Exec(ctx, seedInsert, "o-1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, forged := range []string{"", "0", "64", "65", "66", "1000000", "-5", "x", "99999999999"} {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "SELECT set_config('outboxtop.order_rows', $1, true), set_config('lock_timeout', '300ms', true)", forged); err != nil {
+			t.Fatal(err)
+		}
+		_, err = tx.Exec(ctx, seedInsert, "o-1")
+		_ = tx.Rollback(ctx)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
+			t.Errorf("outboxtop.order_rows = %q: the insert of an aggregate another transaction holds did not wait for it (%v)", forged, err)
+		}
 	}
 }

@@ -24,10 +24,12 @@ var grantRoles = []struct {
 	{"relay", "outboxtop --headless (and the console's embedded relay): claim, publish, mark, back off", []string{
 		"GRANT USAGE ON SCHEMA %[1]s TO %[2]s;",
 		"GRANT SELECT ON %[1]s.outbox_event, %[1]s.outboxtop_schema_version TO %[2]s;",
-		"-- only the columns claim, mark and settle write",
+		"-- only the columns claim, mark and settle write (unserialized: an order the relay found unknown)",
 		"GRANT UPDATE (lease_token, lease_until, lease_holder, attempts, available_at, last_error, failed_at,\n" +
-			"              published_at, kafka_topic, kafka_partition, kafka_offset, blocked)\n" +
+			"              published_at, kafka_topic, kafka_partition, kafka_offset, blocked, unserialized)\n" +
 			"    ON %[1]s.outbox_event TO %[2]s;",
+		"-- wake-ups: how many events were inserted (reads the identity of seq, never the table)",
+		"GRANT EXECUTE ON FUNCTION %[1]s.outboxtop_inserted() TO %[2]s;",
 		"-- the history of tries that did not end published: added, never changed or removed",
 		"GRANT INSERT (event_id, attempt, lease_holder, class, outcome, error, kafka_code, backoff_ms)\n" +
 			"    ON %[1]s.outbox_attempt TO %[2]s;",
@@ -112,9 +114,9 @@ func GrantSQL(role, schema, grantee string) (string, error) {
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "-- outboxtop %s: %s\n", r.name, r.summary)
-		fmt.Fprintf(&b, "-- Create the role first, e.g. CREATE ROLE %s LOGIN PASSWORD '…'; LISTEN/NOTIFY and\n",
+		fmt.Fprintf(&b, "-- Create the role first, e.g. CREATE ROLE %s LOGIN PASSWORD '…'; advisory locks\n",
 			pgx.Identifier{grantee}.Sanitize())
-		fmt.Fprintf(&b, "-- advisory locks need no grant. See SECURITY.md.\n")
+		fmt.Fprintf(&b, "-- need no grant. See SECURITY.md.\n")
 		s, g := pgx.Identifier{schema}.Sanitize(), pgx.Identifier{grantee}.Sanitize()
 		// Start from nothing, so the output is the role's whole privilege set: an
 		// earlier outboxtop printed table-level writes for operators and producers,
