@@ -23,17 +23,17 @@ const (
 
 // Config tunes a relay. Zero fields take the defaults in DefaultConfig.
 type Config struct {
-	Schema         string
-	BatchSize      int
-	InFlight       int
-	Lease          time.Duration
-	MaxAttempts    int
-	BackoffBase    time.Duration
-	BackoffMax     time.Duration
-	PollInterval   time.Duration
-	NotifyCooldown time.Duration
-	Ordering       Ordering
-	TopicTemplate  string
+	Schema        string
+	BatchSize     int
+	InFlight      int
+	Lease         time.Duration
+	MaxAttempts   int
+	BackoffBase   time.Duration
+	BackoffMax    time.Duration
+	PollInterval  time.Duration
+	WakeCooldown  time.Duration
+	Ordering      Ordering
+	TopicTemplate string
 	// Topics bounds the topics the relay writes to, whether a row names its topic
 	// or TopicTemplate makes it: patterns in which * stands for any run of
 	// characters. An event to any other topic fails at once. Empty: every topic
@@ -96,7 +96,7 @@ var DefaultConfig = Config{
 	BackoffBase:     time.Second,
 	BackoffMax:      5 * time.Minute,
 	PollInterval:    time.Second,
-	NotifyCooldown:  2 * time.Millisecond,
+	WakeCooldown:    2 * time.Millisecond,
 	Ordering:        OrderAggregate,
 	TopicTemplate:   wire.DefaultTopicTemplate,
 	MaxMessageBytes: 1_000_000,
@@ -154,8 +154,8 @@ func (c Config) withDefaults() Config {
 	if c.PollInterval == 0 {
 		c.PollInterval = d.PollInterval
 	}
-	if c.NotifyCooldown == 0 {
-		c.NotifyCooldown = d.NotifyCooldown
+	if c.WakeCooldown == 0 {
+		c.WakeCooldown = d.WakeCooldown
 	}
 	if c.Ordering == "" {
 		c.Ordering = d.Ordering

@@ -132,8 +132,19 @@
 //
 // With OrderAggregate (the default), a later event of an aggregate is never
 // published before every earlier one was acknowledged, across any number of relay
-// processes. Order means seq order, which is commit order when writers serialize on
-// the aggregate (the seed's UPDATE of the order row before its INSERT does).
+// processes. Order means seq order among the events a claim can see: an event
+// whose transaction is still open is invisible, so one committed after it is
+// published first, which is its commit order. seq order is commit order when
+// writers serialize on the aggregate (the seed's UPDATE of the order row before
+// its INSERT does). Where two events of an aggregate came from overlapping
+// transactions and both were committed before a claim met them, which committed
+// first is not recorded anywhere: after each ordered claim, sql/order_check.sql
+// marks the later one unserialized (order unknown) from the inserting
+// transaction and snapshot every row records (writer_xid, writer_snapshot),
+// and the console and status count those aggregates. Writers that serialize on
+// the aggregate are never marked. With the table's commit order enforced
+// (migrate --commit-order enforce) the writers wait for each other and nothing
+// is marked.
 //
 // The ordered claim is one statement, in sql/claim_ordered.sql (its header is
 // the algorithm); the statements that keep its hint honest are
@@ -200,9 +211,18 @@
 //
 // # Wake-ups
 //
-// The relay LISTENs on the schema's channel (an insert trigger notifies once per
-// statement), waits at most PollInterval otherwise, and sets a timer for the next
-// available_at of scheduled events.
+// Nothing on the producer's path wakes the relay: no trigger, no NOTIFY (a
+// NOTIFY from the producer's transaction makes every commit of the database
+// queue on one lock). Instead the relay polls how many events were inserted —
+// outboxtop_inserted(), the last value of the identity of seq, a sequence read
+// that never touches the table — every 5 ms, and claims when it moves. The
+// value moves when an insert draws its seq, before the insert's transaction
+// commits, so a change is followed by more wake-ups 5, 20, 80, 300 and 1,000 ms
+// after it, for a commit that comes a little later (wake.go). Otherwise the
+// relay waits at most PollInterval, and sets a timer for the next available_at
+// of scheduled events. The trade: about 200 small statements a second per
+// relay, and an event whose transaction stays open more than a second after its
+// insert is found by the poll, up to PollInterval after its commit.
 //
 // Delivery is at least once: an acknowledgement followed by a crash before the
 // mark, or a lease lost to a slow publish, publishes the event again.
@@ -252,8 +272,8 @@
 // name (pgx.StrictNamedArgs: @token, @ids…); the others by position.
 //
 // The event states are defined once, as SQL conditions, in package wire. The
-// health collector's statement is sql/table_tuples.sql; the only other SQL is
-// LISTEN on the schema's channel (relay.go).
+// health collector's statement is sql/table_tuples.sql; the wake-ups' is
+// sql/inserted.sql, and the ordered claim's order check sql/order_check.sql.
 //
 // The claims restate ready (wire.ReadySQL), written out over their aliased
 // rows so that each file reads on its own and, in the window, so that the

@@ -21,6 +21,7 @@ type Metrics struct {
 	Paused          prometheus.Gauge
 	Blocked         prometheus.Counter
 	Unblocked       prometheus.Counter
+	OrderUnknown    prometheus.Counter
 	HeadsLocked     prometheus.Gauge
 	HeadsSkipped    prometheus.Counter
 	// HeartbeatFailures counts heartbeats not written (outbox_relay, migration
@@ -54,6 +55,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Paused: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "paused", Help: "1 while the relay is paused by an operator."}),
 		Blocked: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "blocked_total",
 			Help: "Events the ordered claim found waiting behind a failed, scheduled or leased event of their aggregate and took out of its window."}),
+		OrderUnknown: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "order_unknown_total",
+			Help: "Events the relay marked unserialized: inserted by a transaction that overlapped the one of the event before them in their aggregate, so which committed first is unknown."}),
 		Unblocked: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "unblocked_total",
 			Help: "Waiting events brought back to the claim window (after their blocker was published, or by the sweep)."}),
 		HeadsSkipped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "claim_heads_skipped_total",
@@ -73,7 +76,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.Published, m.Failed, m.Retried, m.Released, m.LostFences, m.LeaseRenewals,
 			m.CommitToAck, m.ClaimSeconds, m.MarkSeconds, m.BatchSize, m.BrokerReachable, m.Paused,
-			m.Blocked, m.Unblocked, m.HeadsLocked, m.HeadsSkipped, m.HeartbeatFailures, m.HeartbeatSeconds,
+			m.Blocked, m.Unblocked, m.OrderUnknown, m.HeadsLocked, m.HeadsSkipped, m.HeartbeatFailures, m.HeartbeatSeconds,
 			m.MissingTopics, m.MissingTopicEvents)
 	}
 	return m

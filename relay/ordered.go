@@ -292,3 +292,34 @@ func (r *Relay) sweepLoop(ctx context.Context) {
 		}
 	}
 }
+
+// checkOrder marks the claimed events whose order after the previous event of
+// their aggregate is unknown (sql/order_check.sql). A batch runs it before it
+// publishes (its mark would take the events out of what the check reads), in
+// its own goroutine, so the claim loop does not wait for it. It only informs
+// the console and status, so a failure is logged and the batch goes on.
+func (r *Relay) checkOrder(ctx context.Context, events []*event) {
+	if len(events) == 0 {
+		return
+	}
+	ids := make([][16]byte, len(events))
+	for i, e := range events {
+		ids[i] = e.id
+	}
+	err := func() error {
+		tx, err := r.begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx))
+		tag, err := tx.Exec(ctx, r.sql.orderCheck, ids)
+		if err != nil {
+			return err
+		}
+		r.m.OrderUnknown.Add(float64(tag.RowsAffected()))
+		return tx.Commit(ctx)
+	}()
+	if err != nil && ctx.Err() == nil {
+		r.log.Warn("checking the commit order of a claimed batch (nothing is lost; the console may not count its aggregates as of unknown order)", "err", err)
+	}
+}

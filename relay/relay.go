@@ -12,8 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/outboxtop/outboxtop/wire"
 )
 
 // Relay moves outbox events to Kafka. Create it with New and start it with Run;
@@ -26,7 +24,7 @@ type Relay struct {
 	log   *slog.Logger
 	m     *Metrics
 
-	wake      chan struct{} // a NOTIFY arrived
+	wake      chan struct{} // events were inserted (wake.go)
 	settled   chan struct{} // a batch finished: its aggregates may be unblocked
 	resume    chan struct{}
 	brokerUp  chan struct{} // the brokers answer again
@@ -103,7 +101,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		helpers.Add(1)
 		go func() { defer helpers.Done(); r.heartbeat(ctx, bg) }()
 	}
-	go func() { defer helpers.Done(); r.listen(bg) }()
+	go func() { defer helpers.Done(); r.watchInserts(bg) }()
 	go func() { defer helpers.Done(); r.renewLoop(bg) }()
 	go func() { defer helpers.Done(); r.watchBrokers(bg) }()
 	go func() { defer helpers.Done(); r.sweepLoop(bg) }()
@@ -190,6 +188,9 @@ func (r *Relay) loop(ctx, bg context.Context) error {
 		batches.Add(1)
 		go func() {
 			defer batches.Done()
+			if r.cfg.Ordering == OrderAggregate {
+				r.checkOrder(bctx, events)
+			}
 			r.publish(bctx, ctx, token, events)
 			r.untrack(token)
 			r.stats.batches.Add(1)
@@ -203,7 +204,7 @@ func (r *Relay) loop(ctx, bg context.Context) error {
 	}
 }
 
-// idle waits for a NOTIFY, a finished batch, the next scheduled event, or the
+// idle waits for new inserts, a finished batch, the next scheduled event, or the
 // poll interval, whichever comes first.
 func (r *Relay) idle(ctx context.Context) {
 	wait := r.cfg.PollInterval
@@ -220,7 +221,7 @@ func (r *Relay) idle(ctx context.Context) {
 	case <-r.settled:
 	case <-r.wake:
 		// Let the rest of a burst of commits arrive before claiming.
-		sleep(ctx, r.cfg.NotifyCooldown)
+		sleep(ctx, r.cfg.WakeCooldown)
 	}
 }
 
@@ -413,32 +414,6 @@ func (r *Relay) renewLoop(ctx context.Context) {
 				r.m.LeaseRenewals.Inc()
 			}
 		}
-	}
-}
-
-// listen turns NOTIFYs on the schema's channel into wake-ups, reconnecting after
-// errors. Polling covers the gaps.
-func (r *Relay) listen(ctx context.Context) {
-	channel := pgx.Identifier{wire.Channel(r.cfg.Schema)}.Sanitize()
-	for attempt := 1; ctx.Err() == nil; attempt++ {
-		conn, err := pgx.ConnectConfig(ctx, r.pool.Config().ConnConfig.Copy())
-		if err == nil {
-			if _, err = conn.Exec(ctx, "LISTEN "+channel); err == nil {
-				attempt = 0
-				for {
-					if _, err = conn.WaitForNotification(ctx); err != nil {
-						break
-					}
-					signal(r.wake)
-				}
-			}
-			conn.Close(context.WithoutCancel(ctx))
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		r.log.Debug("listen connection lost; polling until it is back", "err", err)
-		sleep(ctx, backoff(attempt+1, 200*time.Millisecond, 10*time.Second))
 	}
 }
 

@@ -29,6 +29,8 @@ type statements struct {
 	sweepUnordered string
 	rescue         string
 	heartbeat      string
+	inserted       string
+	orderCheck     string
 }
 
 // relaySQL are the statement files parsed once for each schema; besides the
@@ -54,5 +56,7 @@ func newStatements(schema string) statements {
 		sweepUnordered: load("sweep_unordered"),
 		rescue:         load("rescue"),
 		heartbeat:      load("heartbeat"),
+		inserted:       load("inserted"),
+		orderCheck:     load("order_check"),
 	}
 }
