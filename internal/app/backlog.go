@@ -74,7 +74,7 @@ func newBacklogCollector(in *inspect.Inspector) *backlogCollector {
 		order: prometheus.NewDesc("outboxtop_commit_order",
 			"1 for the commit-order mode of outbox_event (enforce: seq order is commit order per aggregate; detect: unserialized writers are counted; off), 0 for the others.", []string{"mode"}, nil),
 		unserialized: prometheus.NewDesc("outboxtop_unserialized_aggregates",
-			"Aggregates with events inserted by transactions that did not wait for each other, still in outbox_event: their seq order (the published order) may not be their commit order. An estimate: every aggregate committed out of seq order is counted, and some counted may be in order.", nil, nil),
+			"Aggregates of unknown order still in outbox_event: events from transactions that overlapped, or present when the table was adopted; their seq order (the published order) may not be their commit order. An estimate: every aggregate published out of commit order is counted, and some counted may be in order.", nil, nil),
 		unserializedLower: prometheus.NewDesc("outboxtop_unserialized_aggregates_lower_bound", "1 when outboxtop_unserialized_aggregates is a lower bound: the aggregates found among the first marked rows read.", nil, nil),
 		waiting: prometheus.NewDesc("outboxtop_order_lock_waiting_inserts",
 			"Inserts waiting now for an order lock of the outbox: with the order enforced, a transaction that wrote the same aggregate (or any session holding the lock) is still open.", nil, nil),

@@ -18,9 +18,10 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 	allowCreate := fs.Bool("allow-schema-create", false,
 		"migrate even though roles other than the schema's owner may create objects in it (warns instead of refusing)")
 	lockWait := fs.Duration("lock-wait", time.Minute,
-		"how long to wait for the migration lock another session holds (another migrate, or any role: every role may take it); 0: no bound")
+		"how long to wait for the migration lock another session holds (another migrate, or any role: every role may take it), "+
+			"and to keep retrying a step that gives up on a table lock after 500ms (the application's transactions hold it); 0: no bound")
 	commitOrder := fs.String("commit-order", "",
-		"enforce, detect or off: how each aggregate's seq order is kept its commit order (default: keep; a new table enforces)")
+		"detect, enforce or off: how each aggregate's seq order relates to its commit order (default: keep; detect when none was chosen)")
 	if err := parse(fs, args, io); err != nil {
 		return err
 	}
@@ -57,6 +58,9 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 			fmt.Fprintf(io.Err, "outboxtop: waiting for the migration lock of schema %s, held by %s (--lock-wait %v)\n",
 				db.schema, holder, *lockWait)
 		},
+		OnLockRetry: func(r migrations.LockRetry) {
+			fmt.Fprintf(io.Err, "outboxtop: %s (%v spent retrying it, --lock-wait %v)\n", r, r.Waited.Round(time.Millisecond), *lockWait)
+		},
 	})
 	if errors.Is(err, migrations.ErrLockWait) {
 		return exitError{ExitFailure, err.Error() + "; nothing was changed"}
@@ -84,8 +88,8 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 // orderMeaning says in a few words what each commit-order mode means.
 var orderMeaning = map[migrations.CommitOrder]string{
 	migrations.OrderEnforce: "seq order is commit order for every aggregate; writers of one aggregate wait for each other",
-	migrations.OrderDetect:  "writers do not wait; events of aggregates whose writers did not serialize are counted",
-	migrations.OrderOff:     "seq is insertion order and nothing checks it",
+	migrations.OrderDetect:  "nothing runs on the writers' inserts; the relay marks the aggregates whose writers overlapped as of unknown order",
+	migrations.OrderOff:     "nothing runs on the writers' inserts, and nothing checks their order",
 }
 
 // checkSchemaCreators refuses (or, with allow, warns about) a schema in which

@@ -423,7 +423,7 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 func printOrder(w io.Writer, o inspect.Order) {
 	switch {
 	case o.Unserialized > 0:
-		fmt.Fprintf(w, "commit order %s: %s aggregates written unserialized, their seq order may not be their commit order (an estimate: at most these, most marked first):\n",
+		fmt.Fprintf(w, "commit order %s: %s aggregates of unknown order (events from overlapping transactions, or present when the table was adopted: their seq order, the order they are published in, may not be their commit order; most marked first):\n",
 			o.Mode, o.Bound.Format(o.Unserialized))
 		for k, a := range o.Aggregates {
 			if k == 5 {
@@ -436,7 +436,7 @@ func printOrder(w io.Writer, o inspect.Order) {
 	case o.Mode == "enforce":
 		fmt.Fprintln(w, "commit order enforced: seq order is commit order for every aggregate")
 	case o.Mode == "detect":
-		fmt.Fprintln(w, "commit order detected: no aggregate written unserialized")
+		fmt.Fprintln(w, "commit order detected: no aggregate of unknown order")
 	default:
 		fmt.Fprintln(w, "commit order off: seq is insertion order, unchecked (outboxtop migrate --commit-order)")
 	}

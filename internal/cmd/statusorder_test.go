@@ -10,7 +10,7 @@ import (
 )
 
 // TestStatusSaysTheCommitOrder: one line for the mode and, when aggregates
-// were written unserialized, their count as an estimate and the first five,
+// are of unknown order, their count and the first five,
 // their hostile text made inert.
 func TestStatusSaysTheCommitOrder(t *testing.T) {
 	at := time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC)
@@ -23,10 +23,10 @@ func TestStatusSaysTheCommitOrder(t *testing.T) {
 		want []string
 	}{
 		{inspect.Order{Mode: "enforce"}, []string{"commit order enforced: seq order is commit order for every aggregate"}},
-		{inspect.Order{Mode: "detect"}, []string{"commit order detected: no aggregate written unserialized"}},
+		{inspect.Order{Mode: "detect"}, []string{"commit order detected: no aggregate of unknown order"}},
 		{inspect.Order{Mode: "off"}, []string{"commit order off: seq is insertion order, unchecked (outboxtop migrate --commit-order)"}},
 		{inspect.Order{Mode: "detect", Unserialized: 7, Aggregates: aggs}, []string{
-			"commit order detect: 7 aggregates written unserialized, their seq order may not be their commit order (an estimate: at most these, most marked first):",
+			"commit order detect: 7 aggregates of unknown order (events from overlapping transactions, or present when the table was adopted: their seq order, the order they are published in, may not be their commit order; most marked first):",
 			"  order/o-0^[[2J: 9 events, the last at 2026-12-03T07:00:00Z",
 			"  … (2 more)"}},
 		{inspect.Order{Mode: "enforce", Waiting: 3, Holders: []inspect.OrderHolder{{PID: 4242, Role: "billing", Application: "orders\x1b[2J", State: "idle in transaction", Open: inspect.Age(5 * time.Minute)}}},
