@@ -367,3 +367,48 @@ func TestCommitOrderIgnoresTheProducersSettings(t *testing.T) {
 		}
 	}
 }
+
+// The backlog a seed table holds when it is adopted: migrate numbers it by
+// created_at, the transactions' start, which is not their commit order, so
+// every unpublished event of it that follows another unpublished event of
+// its aggregate is marked of unknown order, and only those. Events inserted
+// after the adoption are not.
+func TestAdoptedBacklogIsOfUnknownOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t, testenv.EmptyDB(t))
+	if _, err := conn.Exec(ctx, seedDDL); err != nil {
+		t.Fatal(err)
+	}
+	// a: three unpublished; b: one unpublished after two published; c: one.
+	if _, err := conn.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, published_at)
+		SELECT gen_random_uuid(), 'order', v.agg, 'E', '{}', now() - v.age * interval '1 second', v.pub
+		FROM (VALUES ('a', 5, NULL::timestamptz), ('a', 4, NULL), ('a', 3, NULL),
+		             ('b', 9, now()), ('b', 8, now()), ('b', 7, NULL), ('c', 6, NULL)) AS v(agg, age, pub)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Apply(ctx, conn, "public", nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := conn.Exec(ctx, seedInsert, "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := conn.Query(ctx, `SELECT aggregate_id, count(*) FILTER (WHERE unserialized) FROM outbox_event GROUP BY 1 ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		var agg string
+		var n int
+		err := r.Scan(&agg, &n)
+		return fmt.Sprintf("%s:%d", agg, n), err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "a:2 b:0 c:0"; strings.Join(got, " ") != want {
+		t.Fatalf("marked of unknown order per aggregate: %v, want %s", got, want)
+	}
+}

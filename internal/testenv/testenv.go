@@ -209,11 +209,9 @@ func randomHex(n int) string {
 }
 
 // CommitOrder puts the public schema of pool's database in mode. A database
-// of Pool or DB enforces the commit order, as a table migrate creates does;
-// a test that commits one aggregate's events out of seq order on purpose (a
-// late row, as a table that does not enforce it can have) switches to
-// migrations.OrderOff or OrderDetect first: enforced, its second insert would
-// wait for the first transaction to end.
+// of Pool or DB detects the commit order, as every table migrate creates or
+// adopts does: no trigger, the writers never wait for each other. A test of
+// the enforced order switches to migrations.OrderEnforce first.
 func CommitOrder(t testing.TB, pool *pgxpool.Pool, mode migrations.CommitOrder) {
 	t.Helper()
 	ctx := context.Background()
