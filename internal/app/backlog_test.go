@@ -268,15 +268,16 @@ const (
 func TestBacklogCountsUnserializedAggregates(t *testing.T) {
 	t.Parallel()
 	pool, _ := testenv.Pool(t)
+	testenv.CommitOrder(t, pool, migrations.OrderEnforce)
 	c, _ := backlogOn(t, pool)
 	got := gatherBacklog(t, c)
 	if got["outboxtop_commit_order{enforce}"] != 1 || got["outboxtop_commit_order{detect}"] != 0 || got["outboxtop_unserialized_aggregates"] != 0 ||
 		got["outboxtop_order_lock_waiting_inserts"] != 0 {
-		t.Errorf("a table migrate created: %v", got)
+		t.Errorf("enforced: %v", got)
 	}
 	testenv.CommitOrder(t, pool, migrations.OrderDetect)
-	// Marks as the trigger leaves them when writers overlap (set by hand: the
-	// gauges count what is in the table).
+	// Marks as the relay leaves them when writers overlapped (set by hand:
+	// the gauges count what is in the table).
 	if _, err := pool.Exec(context.Background(), `
 		INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, unserialized)
 		SELECT gen_random_uuid(), 'order', 'o-' || (g % 7), 'E', '{}', g % 3 = 0 FROM generate_series(1, 60) g`); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/testenv"
+	"github.com/outboxtop/outboxtop/migrations"
 )
 
 // A writer frozen mid-transaction, with the order enforced, holds up the
@@ -17,6 +18,7 @@ func TestSnapshotNamesTheWriterHoldingUpInserts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := b.ctx
+	testenv.CommitOrder(t, b.pool, migrations.OrderEnforce)
 	const ins = `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
 		VALUES (gen_random_uuid(), 'order', 'frozen', 'E', '{}')`
 	frozen, err := b.pool.Begin(ctx)
