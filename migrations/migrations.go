@@ -44,6 +44,13 @@
 // session advisory lock (per schema) before touching anything, and each numbered
 // file is written so that it also upgrades a seed-style outbox_event that an
 // application created by hand, keeping its rows.
+//
+// Migrate runs on a live database. Each step (a numbered file, tern's
+// transaction each, or the function files, one transaction together) waits at
+// most stepLockTimeout for each lock it takes; one that gives up is rolled back
+// whole and tried again after a pause, for up to Options.LockWait. A step thus
+// either completes or changes nothing, and the application's writers never
+// queue behind a waiting step for longer than that timeout.
 package migrations
 
 import (
@@ -58,6 +65,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/outboxtop/outboxtop/internal/pgsql"
@@ -149,8 +157,12 @@ type Options struct {
 	// LockWait bounds the wait for the migration lock (0: until ctx ends). Any
 	// role may take an advisory lock, so a session that holds this one, a
 	// migrate of its own or not, would otherwise keep migrate waiting for as
-	// long as it liked, silently.
+	// long as it liked, silently. It bounds, too, how long each step is tried
+	// again while it gives up on its table locks (ErrStepLocked).
 	LockWait time.Duration
+	// OnLockRetry, when not nil, is told each time a step gave up on a lock,
+	// was rolled back and will be tried again.
+	OnLockRetry func(LockRetry)
 	// OnWait, when not nil, is told once, after a second of waiting, who holds
 	// the lock (see LockHolder).
 	OnWait func(holder string)
@@ -162,6 +174,33 @@ type Options struct {
 
 // ErrLockWait: the migration lock stayed held for Options.LockWait.
 var ErrLockWait = errors.New("the migration lock is held by another session")
+
+// ErrStepLocked: a step kept giving up on its locks for Options.LockWait. It
+// was rolled back; the steps before it stay applied.
+var ErrStepLocked = errors.New("a migration step could not take its locks")
+
+// LockRetry is a step that gave up waiting for a lock (lock_timeout,
+// stepLockTimeout), was rolled back whole, and will be tried again.
+type LockRetry struct {
+	// Step is the step: a numbered file (002_consumed_event.sql) or
+	// functions/<name>.sql, the function file that was running.
+	Step string
+	// Holders says who held locks on the schema's tables just after, oldest
+	// transaction first (LockHolders).
+	Holders string
+	// Waited is the time since the step first gave up; Pause is the time
+	// before it is tried again.
+	Waited, Pause time.Duration
+}
+
+// String is the retry in one line: "001_outbox_event.sql gave up after 500ms
+// waiting for a lock (held by pid 123 (role app, idle in transaction since …)
+// holding RowExclusiveLock on outbox_event) and was rolled back; trying it
+// again in 250ms".
+func (r LockRetry) String() string {
+	return fmt.Sprintf("%s gave up after %s waiting for a lock (held by %s) and was rolled back; trying it again in %v",
+		r.Step, stepLockTimeout, r.Holders, r.Pause)
+}
 
 // MigrateWith is Migrate with options.
 func MigrateWith(ctx context.Context, conn *pgx.Conn, schema string, opts Options) (from, to int32, err error) {
@@ -211,23 +250,34 @@ func MigrateWith(ctx context.Context, conn *pgx.Conn, schema string, opts Option
 		return 0, 0, fmt.Errorf("loading migrations: %w", err)
 	}
 	for _, mig := range m.Migrations {
-		mig.UpSQL = pinPath + mig.UpSQL
+		mig.UpSQL = pinPath + setLockTimeout + mig.UpSQL
 	}
 	if onStart != nil {
 		m.OnStart = func(seq int32, name, _, _ string) { onStart(seq, name) }
 	}
-	if err := m.Migrate(ctx); err != nil {
+	// tern runs each file in a transaction of its own, with the version's
+	// update, and resumes from the version: a retry starts at the step that
+	// gave up.
+	if err := retryLocked(ctx, conn, schema, opts, func() (string, error) {
+		err := m.Migrate(ctx)
 		var pgErr migrate.MigrationPgError
 		if errors.As(err, &pgErr) {
-			return 0, 0, fmt.Errorf("migration %s: %w", pgErr.MigrationName, pgErr.PgError)
+			return pgErr.MigrationName, fmt.Errorf("migration %s: %w", pgErr.MigrationName, pgErr.PgError)
 		}
-		return 0, 0, fmt.Errorf("migrating: %w", err)
+		if err != nil {
+			return "", fmt.Errorf("migrating: %w", err)
+		}
+		return "", nil
+	}); err != nil {
+		return 0, 0, err
 	}
 	to, err = m.GetCurrentVersion(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("reading schema version: %w", err)
 	}
-	if err := applyFunctions(ctx, conn, m.Data); err != nil {
+	if err := retryLocked(ctx, conn, schema, opts, func() (string, error) {
+		return applyFunctions(ctx, conn, m.Data)
+	}); err != nil {
 		return 0, 0, err
 	}
 	mode, err := setCommitOrder(ctx, conn, schema, opts.CommitOrder, !existed)
@@ -247,6 +297,117 @@ func MigrateWith(ctx context.Context, conn *pgx.Conn, schema string, opts Option
 // types) and run as the migrating role. tern resets the session's settings
 // after each migration, and a failed one's transaction undoes its SET.
 const pinPath = "SET search_path = pg_catalog, pg_temp;\n"
+
+// stepLockTimeout is how long a step waits for any one lock before it gives
+// up, is rolled back and is tried again (retryLocked). Short, because of the
+// queue behind it: while a DDL statement waits for its table lock (an
+// application's transaction holds the table, idle in transaction, say), every
+// new insert into that table queues behind the waiting DDL, and would wait as
+// long as it does. Given up after this, the step holds up the application's
+// writers for at most this long at a time, and they go on while it pauses.
+const stepLockTimeout = "500ms"
+
+// setLockTimeout starts each numbered migration (after pinPath) and the
+// functions' transaction: LOCAL, so it ends with the step's transaction.
+const setLockTimeout = "SET LOCAL lock_timeout = '" + stepLockTimeout + "';\n"
+
+// The pauses between two tries of a step that gave up on a lock: doubled
+// from the first to the last. The application's writers go on meanwhile.
+const (
+	firstLockPause = 250 * time.Millisecond
+	lastLockPause  = 5 * time.Second
+)
+
+// retryLocked runs run until it succeeds or fails other than by giving up on
+// a lock (55P03, lock_not_available: stepLockTimeout passed). run returns the
+// step it ran last and stopped at, which such a failure rolled back whole
+// (tern's transaction of a numbered file, the functions' transaction): it is
+// run again after a pause, firstLockPause doubling to lastLockPause, for up to
+// opts.LockWait from its first failure (0: until ctx ends), and
+// opts.OnLockRetry is told each time. A step that completed is never run
+// again: tern resumes from the version. Then it fails with ErrStepLocked.
+func retryLocked(ctx context.Context, conn *pgx.Conn, schema string, opts Options, run func() (step string, err error)) error {
+	var (
+		step  string
+		first time.Time
+		pause time.Duration
+	)
+	for {
+		name, err := run()
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
+			return err
+		}
+		if name != step || first.IsZero() { // a step further on: its waits start over
+			step, first, pause = name, time.Now(), firstLockPause
+		}
+		// The transaction was rolled back (tern's, or ours), so the session
+		// can read again; with a cancelled ctx, it says so below.
+		holders := LockHolders(ctx, conn, schema)
+		waited := time.Since(first)
+		if opts.LockWait > 0 && waited+pause > opts.LockWait {
+			return fmt.Errorf("%w: %s kept giving up on a lock (after %s each time) for %v, held by %s; it was rolled back, "+
+				"the steps before it stay applied: end that session, or migrate again once it is done: %w",
+				ErrStepLocked, step, stepLockTimeout, waited.Round(time.Millisecond), holders, err)
+		}
+		if opts.OnLockRetry != nil {
+			opts.OnLockRetry(LockRetry{Step: step, Holders: holders, Waited: waited, Pause: pause})
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s, waiting to try again after a lock timeout: %w", step, ctx.Err())
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, lastLockPause)
+	}
+}
+
+// LockHolders describes the sessions other than conn's that hold locks on the
+// tables (and other relations) of schema, oldest transaction first, at most
+// three: "pid 123 (role billing, application psql, idle in transaction since
+// 2026-01-02 12:00:01 UTC) holding RowExclusiveLock on outbox_event". A step
+// that gave up on a lock waited for one of them, most likely the oldest: its
+// own transaction has ended by the time this is read, and PostgreSQL does not
+// say whom a lock timeout waited for.
+func LockHolders(ctx context.Context, conn *pgx.Conn, schema string) string {
+	rows, err := conn.Query(ctx, `SELECT pg_catalog.format('pid %s (role %s%s%s) holding %s', h.pid, coalesce(a.usename::text, '?'),
+			CASE WHEN coalesce(a.application_name, '') <> '' THEN ', application ' || a.application_name ELSE '' END,
+			CASE WHEN a.state IS NOT NULL THEN ', ' || a.state || ' since ' ||
+				pg_catalog.to_char(a.state_change, 'YYYY-MM-DD HH24:MI:SS TZ') ELSE '' END,
+			h.locks), pg_catalog.count(*) OVER ()
+		FROM (SELECT l.pid, pg_catalog.string_agg(l.mode || ' on ' || c.relname, ', ' ORDER BY c.relname, l.mode) AS locks
+		      FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_class c ON c.oid = l.relation
+		      WHERE l.locktype = 'relation' AND l.granted AND l.pid <> pg_catalog.pg_backend_pid()
+		        AND c.relnamespace = (SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname = $1)
+		        AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())
+		      GROUP BY l.pid) h
+		LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = h.pid
+		ORDER BY a.xact_start NULLS LAST, h.pid
+		LIMIT 3`, schema)
+	if err != nil {
+		return "its holder could not be read: " + err.Error()
+	}
+	var holders []string
+	var n int
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h, &n); err != nil {
+			rows.Close()
+			return "its holder could not be read: " + err.Error()
+		}
+		holders = append(holders, h)
+	}
+	if err := rows.Err(); err != nil {
+		return "its holder could not be read: " + err.Error()
+	}
+	if len(holders) == 0 {
+		return "no session now: it was just released"
+	}
+	if n > len(holders) {
+		holders = append(holders, fmt.Sprintf("%d more", n-len(holders)))
+	}
+	return strings.Join(holders, ", ")
+}
 
 // templateData is what the SQL files' templates see.
 func templateData(schema string) map[string]any {
@@ -273,33 +434,35 @@ func FunctionNames() ([]string, error) {
 // applyFunctions applies every function file, in name order, in one
 // transaction: a migrate that fails half-way leaves the functions it found. The
 // order matters only for LANGUAGE sql bodies, which PostgreSQL checks at
-// creation; plpgsql resolves names when called.
-func applyFunctions(ctx context.Context, conn *pgx.Conn, data map[string]any) error {
+// creation; plpgsql resolves names when called. On an error it returns the
+// file that was running ("functions/<name>.sql"), for retryLocked.
+func applyFunctions(ctx context.Context, conn *pgx.Conn, data map[string]any) (string, error) {
 	names, err := FunctionNames()
 	if err != nil {
-		return err
+		return "", err
 	}
 	tx, err := conn.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("applying functions: %w", err)
+		return "", fmt.Errorf("applying functions: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, "SET LOCAL search_path = pg_catalog, pg_temp"); err != nil {
-		return fmt.Errorf("applying functions: %w", err)
+	if _, err := tx.Exec(ctx, "SET LOCAL search_path = pg_catalog, pg_temp;\n"+setLockTimeout); err != nil {
+		return "", fmt.Errorf("applying functions: %w", err)
 	}
 	for _, name := range names {
 		sql, err := functionSQL(name, data)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if _, err := tx.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("functions/%s.sql: %w", name, err)
+			file := "functions/" + name + ".sql"
+			return file, fmt.Errorf("%s: %w", file, err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("applying functions: %w", err)
+		return "", fmt.Errorf("applying functions: %w", err)
 	}
-	return nil
+	return "", nil
 }
 
 // functionSQL is the text of functions/<name>.sql with data filled in.
