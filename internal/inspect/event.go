@@ -67,7 +67,7 @@ func scanEvent(row pgx.Row) (Event, error) {
 		return Event{}, err
 	}
 	e.State = wire.State(state)
-	e.Age = Age(time.Duration(age * float64(time.Second)))
+	e.Age = seconds(age)
 	if payload != nil {
 		e.Payload = json.RawMessage(payload)
 	}

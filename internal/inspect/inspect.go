@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -140,7 +141,18 @@ func (a *Age) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (a Age) String() string { return time.Duration(a).Round(time.Millisecond).String() }
+// String is a in Go's duration notation to the millisecond ("1m30.5s"); an age
+// held at the longest Duration (the time it measures is further away than a
+// Duration reaches) reads "more than 292 years".
+func (a Age) String() string {
+	switch {
+	case time.Duration(a) == maxAge:
+		return "more than 292 years"
+	case a == Age(math.MinInt64):
+		return "-(more than 292 years)"
+	}
+	return time.Duration(a).Round(time.Millisecond).String()
+}
 
 // countCapped counts the rows of query (a SELECT of anything, without LIMIT) exactly
 // up to limit rows; past that it returns the planner's estimate, marked as such.

@@ -284,8 +284,6 @@ func (i *Inspector) snapshot(ctx context.Context, what string, full bool) (Snaps
 	return s, nil
 }
 
-func seconds(f float64) Age { return Age(time.Duration(f * float64(time.Second))) }
-
 // snapPublished: totals capped then estimated; windows from the newest
 // publishedWindowCap rows of the published_at index.
 func (i *Inspector) snapPublished(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
