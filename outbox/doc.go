@@ -46,30 +46,32 @@
 //
 // # Order
 //
-// The relay publishes each aggregate's events in seq order. Where the commit
-// order is enforced (outboxtop migrate --commit-order enforce, the default
-// for a table migrate creates), the database makes seq order commit order for
-// every writer: a trigger takes the aggregate's lock before it takes seq, so
-// an event inserted while another open transaction has inserted one of the
-// same aggregate waits for that transaction to end. No application lock is
-// needed, and this holds for any client, COPY and multi-row INSERT. What it
-// costs: writers of one aggregate wait for each other from their insert to
-// their commit (insert events late in the transaction), and two transactions
-// that insert events of the same two aggregates in opposite orders can
-// deadlock: PostgreSQL ends one with SQLSTATE 40P01 and the other commits.
-// AddMany takes a batch's locks in one canonical order first, so two batches
-// never deadlock; a transaction that calls Add for several aggregates should
-// use one AddMany instead, or call the schema's outbox_lock_aggregates
-// (types text[], ids text[]) first, as a writer in another language would.
-// A transaction of more than wire.OrderLockRows events takes the whole
-// table's order lock instead, and waits for every open writer.
+// The relay publishes each aggregate's events in seq order among those it can
+// see; an event whose transaction is still open is invisible, so one committed
+// after it goes first, which is its commit order. By default (the detect commit
+// order, for every table) nothing runs on an insert but column defaults, and
+// nothing waits: writers that lock the aggregate (the order row above) before
+// inserting get seq order = commit order; where two transactions that wrote
+// one aggregate overlapped, the relay marks the later event of unknown order
+// (unserialized) when it meets both unpublished, and the console, status and
+// the metrics count those aggregates.
 //
-// Where the order is only detected (the default for a table that existed
-// before), nothing waits: an event inserted while another open transaction
-// had inserted one of its aggregate is marked unserialized, and the console,
-// status and the metrics count those aggregates, because their seq order may
-// not be their commit order. Writers that lock the aggregate (the order row
-// above) before inserting never mark one.
+// Where the commit order is enforced (outboxtop migrate --commit-order
+// enforce, opt-in), the database makes seq order commit order for every
+// writer: a trigger takes the aggregate's lock before it takes seq, so an
+// event inserted while another open transaction has inserted one of the same
+// aggregate waits for that transaction to end. No application lock is needed,
+// and this holds for any client, COPY and multi-row INSERT. What it costs:
+// writers of one aggregate wait for each other from their insert to their
+// commit (insert events late in the transaction), and two transactions that
+// insert events of the same two aggregates in opposite orders can deadlock:
+// PostgreSQL ends one with SQLSTATE 40P01 and the other commits. AddMany takes
+// a batch's locks in one canonical order first, so two batches never
+// deadlock; a transaction that calls Add for several aggregates should use
+// one AddMany instead, or call the schema's outbox_lock_aggregates (types
+// text[], ids text[]) first, as a writer in another language would. A
+// transaction of more than wire.OrderLockRows events takes the whole table's
+// order lock instead, and waits for every open writer.
 //
 // Use a Writer to write to a schema other than public:
 //
