@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"fmt"
 	"github.com/outboxtop/outboxtop/internal/termtext"
 	"io"
@@ -12,6 +13,13 @@ import (
 // stay whole.
 func writeJSON(w io.Writer, v any) error {
 	b, err := termtext.MarshalJSON(v)
+	if err != nil {
+		// A time outside years 0 to 9999 fails encoding/json: written as
+		// farTimeJSON says instead of failing the whole document.
+		if raw, ferr := farTimeJSON(v); ferr == nil {
+			b, err = termtext.MarshalJSON(json.RawMessage(raw))
+		}
+	}
 	if err != nil {
 		return err
 	}

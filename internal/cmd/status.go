@@ -374,7 +374,7 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 	}
 	fmt.Fprintf(w, "oldest pending %s  oldest ready %s  expired leases %s", s.OldestPendingAge, s.OldestReadyAge, bd.ExpiredLeases.Format(s.ExpiredLeases))
 	if s.NextScheduledAt != nil {
-		fmt.Fprintf(w, "  next scheduled in %s", s.NextScheduledAt.Sub(s.TakenAt).Round(time.Second))
+		fmt.Fprintf(w, "  next scheduled %s", inspect.Relative(*s.NextScheduledAt, s.TakenAt))
 	}
 	fmt.Fprintln(w)
 	p := s.Published
@@ -410,7 +410,7 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 		fmt.Fprintf(w, "table %s: %d live, %d dead tuples, %s + %s indexes", t.Table, t.LiveTuples, t.DeadTuples,
 			humanBytes(t.TableBytes), humanBytes(t.IndexBytes))
 		if t.LastAutovacuum != nil {
-			fmt.Fprintf(w, ", autovacuum %s ago", s.TakenAt.Sub(*t.LastAutovacuum).Round(time.Second))
+			fmt.Fprintf(w, ", autovacuum %s", inspect.Relative(*t.LastAutovacuum, s.TakenAt))
 		}
 		fmt.Fprintln(w)
 	}
@@ -518,14 +518,26 @@ func runEvents(ctx context.Context, args []string, io IO) error {
 		return err
 	}
 	noteSearch(io, st, page)
-	if *asJSON {
-		return writeEventsJSON(ctx, io, in, page)
+	behind, err := waitingBehind(ctx, in, page.Events)
+	if err != nil {
+		return err
 	}
+	if *asJSON {
+		return writeEventsJSON(ctx, io, in, page, behind)
+	}
+	now := time.Now()
 	fmt.Fprintf(io.Out, "%-36s  %-9s  %-20s  %-28s  %8s  %10s  %s\n", "EVENT ID", "STATE", "EVENT TYPE", "AGGREGATE", "ATTEMPTS", "AGE", "LAST ERROR")
 	for _, e := range page.Events {
-		fmt.Fprintf(io.Out, "%-36s  %-9s  %-20s  %-28s  %8d  %10s  %s\n", e.EventID, e.State,
+		state := string(e.State)
+		if _, ok := behind[e.EventID]; ok {
+			state = "waiting" // ready by its available_at, held behind its aggregate's head
+		}
+		fmt.Fprintf(io.Out, "%-36s  %-9s  %-20s  %-28s  %8d  %10s  %s\n", e.EventID, state,
 			short(termtext.Sanitize(e.EventType), 20), short(termtext.Sanitize(e.AggregateType+"/"+e.AggregateID), 28), e.Attempts,
-			e.Age.Duration().Round(time.Second), short(termtext.Sanitize(e.LastError), 60))
+			ageText(e, now), short(termtext.Sanitize(e.LastError), 60))
+	}
+	if len(behind) > 0 {
+		fmt.Fprintln(io.Out, "waiting: ready by its available_at, but behind its aggregate's failed or scheduled head ('outboxtop events --aggregate TYPE/ID' shows it)")
 	}
 	if page.Next != "" {
 		fmt.Fprintf(io.Out, "next: %s\n", page.Next)
@@ -533,9 +545,20 @@ func runEvents(ctx context.Context, args []string, io IO) error {
 	return nil
 }
 
+// waitingBehind is the heads the ready events of evs wait behind, by event id.
+func waitingBehind(ctx context.Context, in *inspect.Inspector, evs []inspect.Event) (map[string]inspect.Head, error) {
+	var ids []string
+	for _, e := range evs {
+		if e.State == wire.Ready && e.ArchivedAt == nil {
+			ids = append(ids, e.EventID)
+		}
+	}
+	return in.WaitingBehind(ctx, ids)
+}
+
 // writeEventsJSON prints a page of events with each event's attempt history
 // (by event id; a role that may not read it gets the reason instead).
-func writeEventsJSON(ctx context.Context, io IO, in *inspect.Inspector, page inspect.Page) error {
+func writeEventsJSON(ctx context.Context, io IO, in *inspect.Inspector, page inspect.Page, behind map[string]inspect.Head) error {
 	ids := make([]string, len(page.Events))
 	for k, e := range page.Events {
 		ids[k] = e.EventID
@@ -544,7 +567,10 @@ func writeEventsJSON(ctx context.Context, io IO, in *inspect.Inspector, page ins
 		inspect.Page
 		AttemptHistory map[string][]inspect.Attempt `json:"attempt_history"`
 		HistoryError   string                       `json:"attempt_history_error,omitempty"`
-	}{Page: page}
+		// WaitingBehind: by event id, the failed or scheduled head of its
+		// aggregate that a ready event waits behind.
+		WaitingBehind map[string]inspect.Head `json:"waiting_behind"`
+	}{Page: page, WaitingBehind: behind}
 	h, err := in.AttemptHistory(ctx, ids)
 	switch {
 	case errors.Is(err, inspect.ErrHistoryRefused):

@@ -55,13 +55,13 @@ func printTimeline(w io.Writer, t inspect.Timeline, now time.Time) {
 	}
 	fmt.Fprintln(w)
 	if b := t.Blocker; b != nil {
-		since := "scheduled, next attempt in " + b.AvailableAt.Sub(now).Round(time.Second).String()
+		since := "scheduled, next attempt " + inspect.Relative(b.AvailableAt, now)
 		if b.FailedAt != nil {
-			since = "failed " + now.Sub(*b.FailedAt).Round(time.Second).String() + " ago"
+			since = "failed " + inspect.Relative(*b.FailedAt, now)
 		}
 		fmt.Fprintf(w, "BLOCKED by seq %d %s (%s)", b.Seq, b.EventID, since)
 		if t.WaitingSince != nil {
-			fmt.Fprintf(w, ": %d waiting behind it, the oldest for %s", t.Waiting, now.Sub(*t.WaitingSince).Round(time.Second))
+			fmt.Fprintf(w, ": %d waiting behind it, the oldest for %s", t.Waiting, inspect.Ago(*t.WaitingSince, now))
 		}
 		fmt.Fprintln(w)
 		if b.LastError != "" {
@@ -95,7 +95,7 @@ func printTimeline(w io.Writer, t inspect.Timeline, now time.Time) {
 			by = "none" // published, and no inbox has it
 		}
 		fmt.Fprintf(w, "%s %8d  %-36s  %-9s  %3d  %-24s  %7s  %s\n", mark, e.Seq, e.EventID, state, e.Attempts, kafka,
-			e.Age.Duration().Round(time.Second), by)
+			ageText(e.Event, now), by)
 	}
 	if t.Blocker != nil {
 		fmt.Fprintln(w, "\n>> the blocker; * waits behind it. 'outboxtop retry --id ID' tries it again, 'outboxtop skip --id ID' lets the rest flow.")

@@ -58,12 +58,25 @@ func runTrace(ctx context.Context, args []string, io IO) error {
 	if withKafka {
 		t.Kafka = inspect.CheckRecord(ctx, kafkaClientFor(kf.kafka), t.Event, *timeout)
 	}
+	heads, err := waitingBehind(ctx, in, []inspect.Event{t.Event})
+	if err != nil {
+		return err
+	}
+	var behind *inspect.Head
+	if h, ok := heads[t.EventID]; ok {
+		behind = &h
+	}
 	if *asJSON {
-		if err := writeJSON(io.Out, t); err != nil {
+		// waiting_behind: the failed or scheduled head of its aggregate a ready
+		// event waits behind (absent when it does not).
+		if err := writeJSON(io.Out, struct {
+			inspect.Trace
+			WaitingBehind *inspect.Head `json:"waiting_behind,omitempty"`
+		}{t, behind}); err != nil {
 			return err
 		}
 	} else {
-		printTrace(io.Out, t, withKafka, time.Now())
+		printTrace(io.Out, t, behind, withKafka, time.Now())
 	}
 	switch k := t.Kafka; {
 	case k == nil || k.OK():
@@ -97,23 +110,21 @@ func parseOneArg(fs *pflag.FlagSet, args []string, io IO, name string) (string, 
 	return rest[0], nil
 }
 
-func printTrace(w io.Writer, t inspect.Trace, withKafka bool, now time.Time) {
+func printTrace(w io.Writer, t inspect.Trace, behind *inspect.Head, withKafka bool, now time.Time) {
 	ts := func(p *time.Time) string {
 		if p == nil {
 			return "-"
 		}
-		d := now.Sub(*p).Round(time.Second)
-		rel := d.String() + " ago"
-		if d < 0 {
-			rel = "in " + (-d).String()
-		}
-		return p.UTC().Format("2006-01-02 15:04:05.000Z") + "  (" + rel + ")"
+		return displayTime(*p) + "  (" + inspect.Relative(*p, now) + ")"
 	}
 	kv := func(k, v string) { fmt.Fprintf(w, "%-15s %s\n", k, v) }
 	fmt.Fprintf(w, "EVENT %s  %s  %s/%s\n", t.EventID, termtext.Sanitize(t.EventType), termtext.Sanitize(t.AggregateType), termtext.Sanitize(t.AggregateID))
 	state := string(t.State)
 	if t.LeaseExpired {
 		state += " (lease expired: claimable again)"
+	}
+	if behind != nil {
+		state += ", " + behind.Label(now) // ready by its available_at, not published before its head
 	}
 	kv("state", fmt.Sprintf("%s · seq %d · attempts %d", state, t.Seq, t.Attempts))
 	kv("created_at", ts(&t.CreatedAt))

@@ -143,13 +143,13 @@ func TestTraceShowsAPublishedRowsErrorAsHistory(t *testing.T) {
 	var tr inspect.Trace
 	tr.EventID, tr.State, tr.PublishedAt, tr.LastError = traceOrder, "published", &published, "kafka: NOT_LEADER_FOR_PARTITION"
 	var b strings.Builder
-	printTrace(&b, tr, false, now)
+	printTrace(&b, tr, nil, false, now)
 	if !strings.Contains(b.String(), "earlier error   kafka: NOT_LEADER_FOR_PARTITION (before it was published)\n") || strings.Contains(b.String(), "last_error") {
 		t.Fatalf("published row's error not shown as history:\n%s", b.String())
 	}
 	tr.PublishedAt, tr.State = nil, "scheduled"
 	b.Reset()
-	printTrace(&b, tr, false, now)
+	printTrace(&b, tr, nil, false, now)
 	if !strings.Contains(b.String(), "last_error      kafka: NOT_LEADER_FOR_PARTITION\n") {
 		t.Fatalf("a pending row's error not shown as its last_error:\n%s", b.String())
 	}

@@ -171,13 +171,13 @@ func timelineHead(tl inspect.Timeline, now time.Time) []string {
 	if b == nil {
 		return append(lines, "not blocked: nothing waits behind a failed or scheduled event")
 	}
-	why := "scheduled, next attempt in " + age(b.AvailableAt.Sub(now))
+	why := "scheduled, next attempt in " + inspect.Until(b.AvailableAt, now)
 	if b.FailedAt != nil {
-		why = "failed " + age(now.Sub(*b.FailedAt)) + " ago"
+		why = "failed " + inspect.Ago(*b.FailedAt, now) + " ago"
 	}
 	s = fmt.Sprintf("BLOCKED by %s (%s)", shortID(termtext.Sanitize(b.EventID)), why)
 	if tl.Waiting > 0 && tl.WaitingSince != nil {
-		s += fmt.Sprintf(" · %d waiting behind it for %s", tl.Waiting, age(now.Sub(*tl.WaitingSince)))
+		s += fmt.Sprintf(" · %d waiting behind it for %s", tl.Waiting, inspect.Ago(*tl.WaitingSince, now))
 	} else {
 		s += " · nothing waits behind it yet"
 	}

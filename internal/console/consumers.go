@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
+	"github.com/outboxtop/outboxtop/internal/inspect"
 )
 
 // ConsumerLag is where the console reads the consumer groups' lag on the outbox's
@@ -86,7 +87,7 @@ func (m *Model) viewInbox(w, h int) string {
 	for _, c := range m.overview.inbox {
 		last := "-"
 		if c.LastConsumedAt != nil {
-			last = age(now.Sub(*c.LastConsumedAt)) + " ago"
+			last = inspect.Ago(*c.LastConsumedAt, now) + " ago"
 		}
 		l := &line{name: c.Name, inbox: true, total: c.Total.String(), last5: fmt.Sprint(c.Last5m), last: last}
 		byName[c.Name] = l

@@ -103,12 +103,7 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 		if t == nil {
 			return ""
 		}
-		rel := now.Sub(*t)
-		when := age(rel) + " ago"
-		if rel < 0 {
-			when = "in " + age(-rel)
-		}
-		return t.UTC().Format("2006-01-02 15:04:05.000Z") + "  (" + when + ")"
+		return t.UTC().Format("2006-01-02 15:04:05.000Z") + "  (" + inspect.Relative(*t, now) + ")"
 	}
 	line("event_id", termtext.Sanitize(d.EventID))
 	line("state", string(d.State))

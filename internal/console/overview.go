@@ -195,7 +195,7 @@ func (m *Model) viewOverview(w, h int) string {
 	left = append(left, kv(" waiting", waiting+" behind blockers"))
 	sched := b.Scheduled.Format(c.Scheduled)
 	if vm.nextScheduled != nil {
-		sched += " · next in " + age(vm.nextScheduled.Sub(now))
+		sched += " · next in " + inspect.Until(*vm.nextScheduled, now)
 	}
 	leased := b.Leased.Format(c.Leased)
 	if vm.expiredLeases > 0 {
@@ -376,9 +376,9 @@ func (m *Model) overviewSections(w, room int, on func(overviewTarget) bool) ([]s
 		state := string(b.blocker.state)
 		switch {
 		case b.blocker.failedAt != nil:
-			state += " " + age(now.Sub(*b.blocker.failedAt))
+			state += " " + inspect.Ago(*b.blocker.failedAt, now)
 		case b.blocker.state == wire.Scheduled && b.blocker.availableAt.After(now):
-			state = "retry in " + age(b.blocker.availableAt.Sub(now))
+			state = "retry in " + inspect.Until(b.blocker.availableAt, now)
 		}
 		s := fmt.Sprintf("%-18s %4s waiting behind %s %s", b.aggregate, compact(inspect.Count{Value: b.waiting}), b.blocker.short, state)
 		if b.blocker.lastError != "" {

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"fmt"
 	"github.com/outboxtop/outboxtop/internal/termtext"
 	"strconv"
 	"strings"
@@ -239,10 +238,10 @@ var (
 		if !r.availableAt.After(now) {
 			return "now"
 		}
-		return "in " + age(r.availableAt.Sub(now))
+		return "in " + inspect.Until(r.availableAt, now)
 	}}
 	colAttempts = column{title: "ATT", width: 3, right: true, cell: func(r row, _ time.Time) string { return strconv.Itoa(int(r.attempts)) }}
-	colAge      = column{title: "AGE", width: 6, right: true, cell: func(r row, now time.Time) string { return age(now.Sub(r.createdAt)) }}
+	colAge      = column{title: "AGE", width: 6, right: true, cell: func(r row, now time.Time) string { return inspect.Ago(r.createdAt, now) }}
 	colError    = column{title: "LAST ERROR", cell: func(r row, _ time.Time) string { return r.lastError }}
 	colExpires  = column{title: "EXPIRES", width: 8, right: true, cell: func(r row, now time.Time) string {
 		if r.leaseUntil == nil {
@@ -251,7 +250,7 @@ var (
 		if !r.leaseUntil.After(now) {
 			return "EXPIRED"
 		}
-		return "in " + age(r.leaseUntil.Sub(now))
+		return "in " + inspect.Until(*r.leaseUntil, now)
 	}}
 	colHolder    = column{title: "HOLDER", maxWidth: 24, cut: fitHolder, cell: func(r row, _ time.Time) string { return r.holder }}
 	colFailed    = column{title: "FAILED", width: 6, right: true, cell: func(r row, now time.Time) string { return ago(r.failedAt, now) }}
@@ -284,23 +283,11 @@ func ago(t *time.Time, now time.Time) string {
 	if t == nil {
 		return ""
 	}
-	return age(now.Sub(*t))
+	return inspect.Ago(*t, now)
 }
 
-// age is a compact duration: 45s, 3m05s, 2h10m, 3d04h. Negative durations (clock
-// skew between this host and the database) read as 0s.
-func age(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	s := int64(d.Round(time.Second) / time.Second)
-	switch {
-	case s < 60:
-		return fmt.Sprintf("%ds", s)
-	case s < 3600:
-		return fmt.Sprintf("%dm%02ds", s/60, s%60)
-	case s < 86400:
-		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
-	}
-	return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
-}
+// age is a compact duration: 45s, 3m05s, 2h10m, 3d04h (inspect.Compact).
+// Negative durations (clock skew between this host and the database) read as
+// 0s. A span between two times is inspect.Ago's or inspect.Until's: those go on
+// in years where a Duration overflows.
+func age(d time.Duration) string { return inspect.Compact(d) }

@@ -54,8 +54,8 @@ func Compact(d time.Duration) string {
 	if d < 0 {
 		d = 0
 	}
-	if d >= maxAge {
-		return "more than 292 years"
+	if d >= time.Duration(AgeLimit) {
+		return atLimit
 	}
 	s := int64(d.Round(time.Second) / time.Second)
 	switch {
@@ -141,20 +141,28 @@ func trimZeros(s string) string {
 	return s
 }
 
-// maxAge is the longest Age: a span longer than that is held at it.
-const maxAge = time.Duration(math.MaxInt64)
+// AgeLimit is the longest age the database reports (the statements' age: ±9e9
+// seconds, about 285 years, within the 292 a Duration holds): an Age at it
+// means at least that long. A created_at of 4713 BC is 211 billion seconds old.
+const AgeLimit = Age(9e9 * time.Second)
 
-// seconds is an age the database measured in seconds, held within what a
-// Duration holds (a created_at of 4713 BC is 211 billion seconds old, past the
-// 9.2 billion a Duration reaches: converted as it is it would wrap around).
+// atLimit is how an age at AgeLimit reads.
+const atLimit = "285 years or more"
+
+// AtLimit reports whether a is held at AgeLimit (either way): the time it
+// measures from is further away; Span of the times themselves says how far.
+func (a Age) AtLimit() bool { return a >= AgeLimit || a <= -AgeLimit }
+
+// seconds is an age the database measured in seconds, held within ±AgeLimit
+// (converted as it is, a value past a Duration's range would wrap around).
 func seconds(f float64) Age {
 	switch {
 	case math.IsNaN(f):
 		return 0
-	case f >= float64(maxAge)/float64(time.Second):
-		return Age(maxAge)
-	case f <= float64(math.MinInt64)/float64(time.Second):
-		return Age(math.MinInt64)
+	case f >= AgeLimit.Duration().Seconds():
+		return AgeLimit
+	case f <= -AgeLimit.Duration().Seconds():
+		return -AgeLimit
 	}
 	return Age(time.Duration(f * float64(time.Second)))
 }

@@ -64,13 +64,13 @@ func TestCompactAndAgeNeverOverflow(t *testing.T) {
 		want string
 	}{
 		{0, "0s"}, {-time.Minute, "0s"}, {59*time.Second + 600*time.Millisecond, "1m00s"},
-		{26 * time.Hour, "1d02h"}, {math.MaxInt64, "more than 292 years"},
+		{26 * time.Hour, "1d02h"}, {math.MaxInt64, "285 years or more"}, {time.Duration(inspect.AgeLimit), "285 years or more"},
 	} {
 		if got := inspect.Compact(c.d); got != c.want {
 			t.Errorf("Compact(%v) = %q, want %q", c.d, got, c.want)
 		}
 	}
-	if got := inspect.Age(math.MaxInt64).String(); got != "more than 292 years" {
+	if got := inspect.Age(math.MaxInt64).String(); got != "285 years or more" || !inspect.AgeLimit.AtLimit() || inspect.Age(time.Hour).AtLimit() {
 		t.Errorf("the longest Age reads %q", got)
 	}
 	if got := inspect.Age(90 * time.Second).String(); got != "1m30s" {

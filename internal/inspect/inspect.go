@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -142,14 +141,13 @@ func (a *Age) UnmarshalJSON(b []byte) error {
 }
 
 // String is a in Go's duration notation to the millisecond ("1m30.5s"); an age
-// held at the longest Duration (the time it measures is further away than a
-// Duration reaches) reads "more than 292 years".
+// held at AgeLimit reads "285 years or more".
 func (a Age) String() string {
 	switch {
-	case time.Duration(a) == maxAge:
-		return "more than 292 years"
-	case a == Age(math.MinInt64):
-		return "-(more than 292 years)"
+	case a >= AgeLimit:
+		return atLimit
+	case a <= -AgeLimit:
+		return "-(" + atLimit + ")"
 	}
 	return time.Duration(a).Round(time.Millisecond).String()
 }

@@ -48,8 +48,8 @@ func finite(col string) string {
 		` WHEN ` + col + ` = '-infinity' THEN timestamptz '0001-01-01 00:00:00+00' ELSE ` + col + ` END)`
 }
 
-// ageSeconds is now() − col in seconds, within what a time.Duration holds (an
-// infinite col cannot be subtracted at all).
+// ageSeconds is now() − col in seconds, within ±AgeLimit, which a time.Duration
+// holds (an infinite col cannot be subtracted at all).
 func ageSeconds(col string) string {
 	return `least(greatest(extract(epoch from now() - ` + finite(col) + `)::float8, -9e9), 9e9)`
 }
