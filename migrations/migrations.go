@@ -43,7 +43,9 @@
 // Migrate is idempotent and safe to run from several processes at once: it takes a
 // session advisory lock (per schema) before touching anything, and each numbered
 // file is written so that it also upgrades a seed-style outbox_event that an
-// application created by hand, keeping its rows.
+// application created by hand, keeping its rows, and adopts its consumed_event
+// as it is: 002 adds what the inbox lacks, and 008 gives row-level security only
+// to an inbox 002 created.
 //
 // Migrate runs on a live database. Each step (a numbered file, tern's
 // transaction each, or the function files, one transaction together) waits at
