@@ -323,8 +323,10 @@ func TestStatusFleetChecksConsumerLagPerOutbox(t *testing.T) {
 		orders, bill string
 		perf         string
 	}{
-		{nil, ExitOK, "OK       orders: ok; publishable 0", "OK       billing: kafka: listing groups: ", " orders_max_lag=10;;;0"},
-		{[]string{"--warn-lag", "5"}, ExitWarning, "WARNING  orders: lag " + group + " 10 > 5;", "WARNING  billing: consumer lag: listing groups: ", " orders_max_lag=10;5;;0"},
+		{[]string{"--warn-lag", "-1", "--crit-lag", "-1", "--warn-lag-age", "0", "--crit-lag-age", "0"}, ExitOK, "OK       orders: ok; publishable 0", "OK       billing: kafka: listing groups: ", " orders_max_lag=10;;;0"},
+		// The default lag checks (the record is a minute old).
+		{nil, ExitWarning, "WARNING  orders: oldest unconsumed " + group + " 1m", "WARNING  billing: consumer lag: listing groups: ", " orders_max_lag=10;10000;100000;0"},
+		{[]string{"--warn-lag", "5", "--warn-lag-age", "0"}, ExitWarning, "WARNING  orders: lag " + group + " 10 > 5;", "WARNING  billing: consumer lag: listing groups: ", " orders_max_lag=10;5;100000;0"},
 		{[]string{"--crit-lag-age", "30s"}, ExitCritical, "CRITICAL orders: oldest unconsumed " + group + " 1m", "WARNING  billing: consumer lag: ", " orders_max_lag_age=6"},
 	} {
 		r := run(t, env, append([]string{"status", "--fleet", path}, c.args...)...)

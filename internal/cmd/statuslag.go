@@ -19,16 +19,28 @@ import (
 type lagThresholds struct {
 	warnLag, critLag, maxLag *int64
 	warnAge, critAge         *time.Duration
+	fs                       *pflag.FlagSet
 }
+
+// The consumer lag checks in force by default wherever Kafka is reached
+// (--brokers or KAFKA_BROKERS): a consumer group 124,300 records or 8 minutes
+// behind is not OK.
+const (
+	defaultWarnLag    = 10_000
+	defaultCritLag    = 100_000
+	defaultWarnLagAge = time.Minute
+	defaultCritLagAge = 5 * time.Minute
+)
 
 func (f *lagFlags) thresholds(fs *pflag.FlagSet) lagThresholds {
 	defer func() { _ = fs.MarkHidden("max-lag") }() // --crit-lag's older name: it works, --help lists --crit-lag
 	return lagThresholds{
-		warnLag: fs.Int64("warn-lag", -1, "WARNING when a consumer group is more than this many records behind on the outbox's topics (-1: no check)"),
-		critLag: fs.Int64("crit-lag", -1, "CRITICAL when a consumer group is more than this many records behind on the outbox's topics (-1: no check)"),
+		warnLag: fs.Int64("warn-lag", defaultWarnLag, "WARNING when a consumer group is more than this many records behind on the outbox's topics (-1: no check; checked with --brokers or KAFKA_BROKERS)"),
+		critLag: fs.Int64("crit-lag", defaultCritLag, "CRITICAL when a consumer group is more than this many records behind on the outbox's topics (-1: no check; checked with --brokers or KAFKA_BROKERS)"),
 		maxLag:  fs.Int64("max-lag", -1, "CRITICAL when a consumer group is more than this many records behind (-1: no check; the same check as --crit-lag)"),
-		warnAge: fs.Duration("warn-lag-age", 0, "WARNING when a consumer group's oldest unconsumed record is older than this (0: no check)"),
-		critAge: fs.Duration("crit-lag-age", 0, "CRITICAL when a consumer group's oldest unconsumed record is older than this (0: no check)"),
+		warnAge: fs.Duration("warn-lag-age", defaultWarnLagAge, "WARNING when a consumer group's oldest unconsumed record is older than this (0: no check; checked with --brokers or KAFKA_BROKERS)"),
+		critAge: fs.Duration("crit-lag-age", defaultCritLagAge, "CRITICAL when a consumer group's oldest unconsumed record is older than this (0: no check; checked with --brokers or KAFKA_BROKERS)"),
+		fs:      fs,
 	}
 }
 
@@ -50,9 +62,13 @@ func (t lagThresholds) validate() error {
 	return nil
 }
 
-// set reports whether any lag threshold is in force.
+// set reports whether a lag threshold was given (a flag or its OUTBOXTOP_
+// variable) to be in force: the defaults apply only where Kafka is reached, a
+// threshold given asks for it.
 func (t lagThresholds) set() bool {
-	return *t.warnLag >= 0 || *t.critLag >= 0 || *t.warnAge > 0 || *t.critAge > 0
+	changed := func(name string) bool { return t.fs != nil && t.fs.Changed(name) }
+	return changed("warn-lag") && *t.warnLag >= 0 || changed("crit-lag") && *t.critLag >= 0 ||
+		changed("max-lag") && *t.maxLag >= 0 || changed("warn-lag-age") && *t.warnAge > 0 || changed("crit-lag-age") && *t.critAge > 0
 }
 
 // into puts the lag thresholds into th: fleet.Thresholds.CheckLag applies them,

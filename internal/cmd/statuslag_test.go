@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -98,7 +99,8 @@ func TestStatusChecksConsumerLag(t *testing.T) {
 	lagKafka(t, k.Brokers, topic, 10, map[string]int{p + "billing": 5, p + "audit": 1})
 	env := lagDB(t, topic)
 	env["KAFKA_BROKERS"] = strings.Join(k.Brokers, ",")
-	quiet := []string{"status", "--warn-failed", "-1", "--warn-blocked", "-1", "--groups", p + "*", "--exclude-groups", p + "audit"}
+	quiet := []string{"status", "--warn-failed", "-1", "--warn-blocked", "-1", "--groups", p + "*", "--exclude-groups", p + "audit",
+		"--warn-lag-age", "0", "--crit-lag-age", "0"} // the records are a minute old: past the default age check
 
 	for _, c := range []struct {
 		args    []string
@@ -149,12 +151,34 @@ func TestStatusChecksConsumerLag(t *testing.T) {
 	}
 	r := run(t, env, append(slices.Clone(quiet), "--warn-lag", "3")...)
 	line := firstLine(r.out)
-	if r.code != ExitWarning || !statusLine.MatchString(line) || !strings.Contains(line, " max_lag=5;3;;0") {
+	if r.code != ExitWarning || !statusLine.MatchString(line) || !strings.Contains(line, " max_lag=5;3;100000;0") {
 		t.Errorf("text: exit %d, first line %q", r.code, line)
 	}
 	if !strings.Contains(r.out, "\nconsumers (lag on the outbox's topics):\n  "+p+"billing (Empty, 0 members): lag 5, oldest unconsumed 1m") ||
 		!strings.Contains(r.out, "\n    "+topic+": lag 5") {
 		t.Errorf("text report lacks the consumers:\n%s", r.out)
+	}
+
+	// With brokers the default lag checks are in force: WARNING past 10,000
+	// records or a minute, CRITICAL past 100,000 or 5 minutes. billing's 5
+	// records are below the count's bounds and past the age's WARNING one.
+	r = run(t, env, "status", "--warn-failed", "-1", "--warn-blocked", "-1", "--groups", p+"*", "--exclude-groups", p+"audit", "--json")
+	var d lagStatusJSON
+	if err := json.Unmarshal([]byte(r.out), &d); err != nil || r.code != ExitWarning || len(d.Check.Crossed) != 1 ||
+		!strings.HasPrefix(d.Check.Crossed[0], "oldest unconsumed "+p+"billing 1m") || !strings.HasSuffix(d.Check.Crossed[0], " > 1m0s") {
+		t.Errorf("default lag checks: exit %d, %v, crossed %q\n%s", r.code, err, d.Check.Crossed, r.out)
+	}
+	for _, th := range d.Check.Thresholds {
+		if th.Name == "lag "+p+"billing" && (th.Warning == nil || *th.Warning != 10000 || th.Critical == nil || *th.Critical != 100000) {
+			t.Errorf("default lag bounds: %+v", th)
+		}
+	}
+	// The variables override the defaults as the flags do.
+	env2 := maps.Clone(env)
+	env2["OUTBOXTOP_WARN_LAG_AGE"], env2["OUTBOXTOP_WARN_LAG"] = "1h", "4"
+	if r := run(t, env2, "status", "--warn-failed", "-1", "--warn-blocked", "-1", "--groups", p+"*", "--exclude-groups", p+"audit"); r.code != ExitWarning ||
+		!strings.HasPrefix(r.out, "OUTBOXTOP WARNING - lag "+p+"billing 5 > 4 |") {
+		t.Errorf("OUTBOXTOP_WARN_LAG=4: exit %d\n%s", r.code, firstLine(r.out))
 	}
 
 	// Without Kafka there is no lag to check: bad usage, not CRITICAL.
