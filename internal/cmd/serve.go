@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/outboxtop/outboxtop/internal/app"
 	"github.com/outboxtop/outboxtop/internal/console"
-	"github.com/outboxtop/outboxtop/internal/inspect"
 	"github.com/outboxtop/outboxtop/internal/sshserve"
 )
 
@@ -133,7 +131,7 @@ func runServe(ctx context.Context, args []string, io IO) error {
 		MaxSessionsPerKey:  f.maxPerKey,
 		Console:            opts,
 		ReadOnlyInspector:  a.ReadOnlyInspector,
-		Status:             statusWriter(a.Inspector),
+		Status:             statusWriter(a.Inspector, a.Pool),
 		Logger:             logger,
 	})
 	if err != nil {
@@ -152,19 +150,6 @@ func runServe(ctx context.Context, args []string, io IO) error {
 	})
 	logger.Info("SSH server stopped")
 	return err
-}
-
-// statusWriter writes what `outboxtop status` prints without thresholds.
-func statusWriter(in *inspect.Inspector) func(context.Context, io.Writer) error {
-	return func(ctx context.Context, w io.Writer) error {
-		s, err := in.Snapshot(ctx)
-		if err != nil {
-			return err
-		}
-		printStatus(w, s, inspect.HorizonWarnAfter)
-		fmt.Fprintln(w, "status: OK")
-		return nil
-	}
 }
 
 // reloadKeysOnSIGHUP re-reads srv's key files on every SIGHUP (they are also

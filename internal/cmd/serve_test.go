@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
+	"github.com/jackc/pgx/v5"
 	"net"
 	"os"
 	"path/filepath"
@@ -114,8 +116,48 @@ func TestServeGivesStatusTextWithoutATerminalAndStopsOnCancel(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if !strings.HasPrefix(string(out), "outboxtop status — schema public") || !strings.HasSuffix(string(out), "status: OK\n") {
+	if !strings.HasPrefix(string(out), "OUTBOXTOP OK - ") || !statusLine.MatchString(firstLine(string(out))) ||
+		!strings.Contains(string(out), "\noutboxtop status — schema public") {
 		t.Errorf("status text:\n%s", out)
+	}
+
+	// The plugin line and the exit status are status's: WARNING (a failed
+	// event) exits 1, CRITICAL (a ready event waiting 10 minutes) 2.
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, c := range []struct {
+		insert string
+		code   int
+		line   string
+	}{
+		{`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, failed_at, last_error)
+			VALUES (gen_random_uuid(), 'order', 'f', 'OrderPlaced', '{}', now(), 'boom')`, ExitWarning, "OUTBOXTOP WARNING - "},
+		{`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at)
+			VALUES (gen_random_uuid(), 'order', 'r', 'OrderPlaced', '{}', now() - interval '10 minutes', now() - interval '10 minutes')`, ExitCritical, "OUTBOXTOP CRITICAL - "},
+	} {
+		if _, err := conn.Exec(ctx, c.insert); err != nil {
+			t.Fatal(err)
+		}
+		sess, err := client.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		sess.Stdout, sess.Stderr = &stdout, &stderr
+		err = sess.Run("status")
+		var exit *gossh.ExitError
+		if !errors.As(err, &exit) || exit.ExitStatus() != c.code {
+			t.Errorf("ssh … status: %v, want exit status %d\n%s", err, c.code, stdout.String())
+		}
+		if line := firstLine(stdout.String()); !strings.HasPrefix(line, c.line) || !statusLine.MatchString(line) {
+			t.Errorf("ssh … status: first line %q, want %q…", line, c.line)
+		}
+		if !strings.HasPrefix(stderr.String(), "outboxtop: "+strings.TrimSuffix(strings.TrimPrefix(c.line, "OUTBOXTOP "), " - ")+": ") {
+			t.Errorf("ssh … status: stderr %q", stderr.String())
+		}
 	}
 
 	cancel()

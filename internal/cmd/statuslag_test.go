@@ -239,8 +239,11 @@ func TestStatusReportsARefusedGroup(t *testing.T) {
 		code    int
 		crossed []string
 	}{
-		{nil, ExitOK, nil},
-		{[]string{"--max-lag", "100"}, ExitWarning, []string{"consumer group secret not measured"}},
+		{[]string{"--warn-lag", "-1", "--crit-lag", "-1", "--warn-lag-age", "0", "--crit-lag-age", "0"}, ExitOK, nil},
+		{[]string{"--max-lag", "100", "--warn-lag-age", "0", "--crit-lag-age", "0"}, ExitWarning, []string{"consumer group secret not measured"}},
+		// The default lag checks are in force: neither can say the consumers are fine.
+		{nil, ExitWarning, []string{"consumer group secret not measured",
+			"consumer lag: reading the oldest unconsumed records: outbox.order: TOPIC_AUTHORIZATION_FAILED"}},
 		// The age checked but not readable: that is said too.
 		{[]string{"--warn-lag-age", "1h"}, ExitWarning, []string{"consumer group secret not measured",
 			"consumer lag: reading the oldest unconsumed records: outbox.order: TOPIC_AUTHORIZATION_FAILED"}},

@@ -40,7 +40,10 @@ type Config struct {
 	Console console.Options
 	// ReadOnlyInspector serves every other key (made with inspect.ReadOnly()).
 	ReadOnlyInspector *inspect.Inspector
-	// Status writes the text a session without a terminal gets (outboxtop status).
+	// Status writes the text a session without a terminal gets (outboxtop
+	// status). An error it returns ends the session with exit status 1, or with
+	// the error's own when it is an ExitStatus (status's monitoring-plugin
+	// levels: 1 WARNING, 2 CRITICAL, 3 UNKNOWN), its text on stderr.
 	Status func(ctx context.Context, w io.Writer) error
 	// Logger receives the server's log lines (default: slog.Default()).
 	Logger *slog.Logger
@@ -221,4 +224,10 @@ func (s *Server) track() bool {
 	}
 	s.open.Add(1)
 	return true
+}
+
+// ExitStatus is an error of Config.Status that says the session's exit status.
+type ExitStatus interface {
+	error
+	ExitStatus() int
 }

@@ -72,6 +72,10 @@ func (s *Server) handle(sess ssh.Session) {
 		if err := s.cfg.Status(ctx, sess); err != nil {
 			fmt.Fprintf(sess.Stderr(), "outboxtop: %s\r\n", termtext.Sanitize(termtext.OneLine(err.Error())))
 			code = 1
+			var exit ExitStatus
+			if errors.As(err, &exit) {
+				code = exit.ExitStatus() // status's level: 1 WARNING, 2 CRITICAL, 3 UNKNOWN
+			}
 		}
 		done()
 		_ = sess.Exit(code)
