@@ -429,8 +429,8 @@ func TestActionFunctionsArePinned(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n != 15 {
-		t.Errorf("%d SECURITY DEFINER functions, want 15 (the six actions and the correction, the audit writer, the pause and terminate audits, two housekeeping, the relay heartbeat, the inbox prune, the history's prune)", n)
+	if n != 16 {
+		t.Errorf("%d SECURITY DEFINER functions, want 16 (the six actions and the correction, the audit writer, the pause and terminate audits, two housekeeping, the relay heartbeat, the relays' insert count, the inbox prune, the history's prune)", n)
 	}
 }
 

@@ -156,6 +156,25 @@ func TestRelayGrants(t *testing.T) {
 	b.insert(t, "order", "o-1", 20)
 	b.insert(t, "order", "o-2", 5)
 	b.insert(t, "bad topic!", "p-1", 1) // poison: an illegal topic name
+	// Two events of one aggregate from overlapping transactions: the relay
+	// marks the later one of unknown order, under its column grant.
+	overlap, err := b.admin.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := overlap.Exec(b.ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload)
+		VALUES (gen_random_uuid(), 'order', 'ov', 'Tested', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	b.insert(t, "order", "ov", 1)
+	if err := overlap.Commit(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The wake-ups' probe is the relay's to call.
+	var inserted int64
+	if err := b.as.QueryRow(b.ctx, `SELECT outboxtop_inserted()`).Scan(&inserted); err != nil || inserted < 28 {
+		t.Errorf("the relay's wake-up probe under the relay grants: %d (%v), want at least 28", inserted, err)
+	}
 
 	client, err := relay.NewKafkaClient(relay.KafkaConfig{Brokers: k.Brokers, DeliveryTimeout: 10 * time.Second})
 	if err != nil {
@@ -173,15 +192,18 @@ func TestRelayGrants(t *testing.T) {
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("relay under the relay grants: %v", err)
 	}
-	if n := b.count(t, wire.PublishedSQL); n != 25 {
-		t.Errorf("published %d events, want 25", n)
+	if n := b.count(t, wire.PublishedSQL); n != 27 {
+		t.Errorf("published %d events, want 27", n)
+	}
+	if n := b.count(t, "unserialized AND aggregate_id = 'ov'"); n != 1 {
+		t.Errorf("%d events of the overlapping writers marked of unknown order, want 1", n)
 	}
 	if n := b.count(t, wire.FailedSQL+" AND aggregate_type = 'bad topic!'"); n != 1 {
 		t.Errorf("the poison event is not failed (%d)", n)
 	}
 	// Every row the relay claimed names it (host:pid), the column grant allowing.
-	if n := b.count(t, "lease_holder = '"+relay.DefaultHolder()+"'"); n != 26 {
-		t.Errorf("%d rows name the relay %s as their holder, want 26", n, relay.DefaultHolder())
+	if n := b.count(t, "lease_holder = '"+relay.DefaultHolder()+"'"); n != 28 {
+		t.Errorf("%d rows name the relay %s as their holder, want 28", n, relay.DefaultHolder())
 	}
 	// Its heartbeat too, through the beat function: the last one says stopped.
 	var state, dbUser string
@@ -192,8 +214,8 @@ func TestRelayGrants(t *testing.T) {
 	if n := testutil.ToFloat64(m.HeartbeatFailures); n != 0 {
 		t.Errorf("%v heartbeats refused under the relay grants", n)
 	}
-	if got := len(k.Consume(t, 25, 30*time.Second, k.Prefix+"outbox.order")); got < 25 {
-		t.Errorf("Kafka holds %d records, want 25", got)
+	if got := len(k.Consume(t, 27, 30*time.Second, k.Prefix+"outbox.order")); got < 27 {
+		t.Errorf("Kafka holds %d records, want 27", got)
 	}
 	// The poison event's failed try is in its attempt history, written under
 	// the relay grants (column-level INSERT on outbox_attempt): by this relay,
@@ -222,6 +244,7 @@ func TestRelayGrants(t *testing.T) {
 		"change the version table": `DELETE FROM outboxtop_schema_version`,
 		"read the attempt history": `SELECT count(*) FROM outbox_attempt`,
 		"correct an event":         `SELECT outboxtop_correct('r', 'x', gen_random_uuid(), '{}', '{}')`,
+		"mark an order unknown by hand, beyond its column": `UPDATE outbox_event SET unserialized = true, payload = payload`,
 	} {
 		_, err := b.as.Exec(b.ctx, sql)
 		assertDenied(t, "relay may not "+what, err)
