@@ -25,7 +25,14 @@ func TestCorrectedCopyTakesTheFailedEventsPlace(t *testing.T) {
 	if _, err := b.pool.Exec(ctx, `
 		INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload) VALUES
 		('00000000-0000-4000-8000-0000000000c1', 'order', 'fix-1', 'OrderPlaced',
-			jsonb_build_object('customer', jsonb_build_object('id', 41), 'blob', repeat('x', 30000))),
+			jsonb_build_object('customer', jsonb_build_object('id', 41), 'blob', repeat('x', 30000)))`); err != nil {
+		t.Fatal(err)
+	}
+	// The next event in a transaction of its own, after the first committed:
+	// the writers serialized, so no order check may call it of unknown order,
+	// before the correction or after it.
+	if _, err := b.pool.Exec(ctx, `
+		INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload) VALUES
 		('00000000-0000-4000-8000-0000000000c2', 'order', 'fix-1', 'OrderPaid', '{"n": 2}')`); err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +102,9 @@ func TestCorrectedCopyTakesTheFailedEventsPlace(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != copyID || got[1] != "00000000-0000-4000-8000-0000000000c2" {
 		t.Fatalf("records of the aggregate, in order: %v, want the copy %s then the event that waited", got, copyID)
+	}
+	if n := b.count(t, "unserialized"); n != 0 {
+		t.Errorf("%d events marked of unknown order: the copy took its original's place, whose order was known", n)
 	}
 	for _, id := range []string{original, copyID} {
 		d, err := in.Detail(ctx, id)
