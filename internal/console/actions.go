@@ -15,11 +15,32 @@ import (
 	"github.com/outboxtop/outboxtop/wire"
 )
 
-// Park and skip ask for a reason on the prompt line (recorded in the audit row and
-// in the event's last_error); the other actions ask y/N.
+// Every action is confirmed on the prompt line by typing an answer and enter,
+// so that no run of stray keys (typing meant for another window, a keyboard
+// leaned on) can change anything: park, skip and correct first ask
+// for a reason (recorded in the audit row and in the event's last_error), and
+// enter moves on; a bulk action over a whole filter then asks for its count,
+// typed exactly; and then every action asks for yes (for a replay, yes for the
+// same ids or new for new ones) and enter. A key that does not continue the
+// answer cancels, and so does enter before a whole one: nothing changes.
 func needsReason(a inspect.Action) bool {
 	return a == inspect.Park || a == inspect.Skip || a == actionCorrect
 }
+
+// The answers to a confirmation: yes, or for a replay new (new ids).
+const (
+	answerYes = "yes"
+	answerNew = "new"
+)
+
+// stage is the step of a confirmation the prompt line is at.
+type stage int
+
+const (
+	stageReason stage = iota // typing the reason of a park, skip or correct
+	stageCount               // typing the count of a bulk action
+	stageAnswer              // typing yes (or new)
+)
 
 // pendingAction is an action waiting for its confirmation, bound to the ids
 // captured when the key was pressed.
@@ -33,8 +54,13 @@ type pendingAction struct {
 	// returnTo is the mode after the prompt when it is not the normal one (the
 	// aggregate timeline, or a detail opened from it).
 	returnTo mode
-	// reason is what is typed for park and skip.
-	reason []rune
+	// reason is what is typed for park, skip and correct; reasonDone once
+	// enter took it, countDone once a bulk action's count was typed.
+	reason     []rune
+	reasonDone bool
+	countDone  bool
+	// typed is what is typed toward the answer of the stage (the count, yes).
+	typed []rune
 	// terminate, when set, is the backend holding the xmin horizon to end, and
 	// terminateText its application, state and age (sanitized).
 	terminate     *inspect.XminHolder
@@ -146,23 +172,77 @@ func viewsFor(a inspect.Action) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// prompt is the confirm line: the action, the count, the answer and then the ids,
-// so that a narrow terminal cuts the ids, not the question.
+// stage is the step the confirmation is at.
+func (p *pendingAction) stage() stage {
+	switch {
+	case p.action != "" && needsReason(p.action) && !p.reasonDone:
+		return stageReason
+	case p.bulk && !p.countDone:
+		return stageCount
+	}
+	return stageAnswer
+}
+
+// answers are what may be typed at the stage: the bulk action's count, or yes
+// (and new for a replay); none while a reason is typed.
+func (p *pendingAction) answers() []string {
+	switch p.stage() {
+	case stageCount:
+		return []string{strconv.FormatInt(p.bulkCount.Value, 10)}
+	case stageAnswer:
+		if p.action == inspect.Replay {
+			return []string{answerYes, answerNew}
+		}
+		return []string{answerYes}
+	}
+	return nil
+}
+
+// ask is what the prompt asks to type at the stage, and what is typed so far.
+func (p *pendingAction) ask() string {
+	switch p.stage() {
+	case stageCount:
+		return fmt.Sprintf("type %d + enter: %s█", p.bulkCount.Value, string(p.typed))
+	case stageAnswer:
+		if p.action == inspect.Replay {
+			return "type yes (same ids) or new (new ids) + enter: " + string(p.typed) + "█"
+		}
+	}
+	return "type yes + enter: " + string(p.typed) + "█"
+}
+
+// prompt is the confirm line.
 func (p *pendingAction) prompt() string {
+	head, tail := p.promptParts()
+	return head + tail
+}
+
+// promptParts is the confirm line in two: the action, the count and what to
+// type, up to the cursor; then the ids (and the reason once typed), so that a
+// narrow terminal cuts the ids, not the question.
+func (p *pendingAction) promptParts() (head, tail string) {
 	if p.pause == "pause" {
-		return "Pause the relay? Nothing is published until it is resumed [y/N]"
+		return "Pause the relay? Nothing is published until it is resumed; " + p.ask(), ""
 	}
 	if p.pause == "resume" {
-		return "Resume the relay? [y/N]"
+		return "Resume the relay? " + p.ask(), ""
 	}
 	if p.terminate != nil {
-		return fmt.Sprintf("End pid %d with pg_terminate_backend? [y/N] (%s)", p.terminate.PID, p.terminateText)
+		return fmt.Sprintf("End pid %d with pg_terminate_backend? %s", p.terminate.PID, p.ask()), " (" + p.terminateText + ")"
+	}
+	reason := ""
+	if p.action != "" && needsReason(p.action) {
+		reason = " reason: " + string(p.reason)
 	}
 	if p.correction != nil {
-		return p.correction.prompt(p.reason)
+		if p.stage() == stageReason {
+			return p.correction.prompt(p.reason), ""
+		}
+		return fmt.Sprintf("Correct %s? %s", shortID(p.correction.id), p.ask()), " (" + p.correction.changes() + ")" + reason
 	}
 	if p.bulk {
-		return p.bulkPrompt()
+		what, detail := p.bulkPrompt()
+		return what + "? " + p.ask(), " (" + detail + ")"
 	}
 	shown := p.ids
 	if len(shown) > 3 {
@@ -176,19 +256,14 @@ func (p *pendingAction) prompt() string {
 	if n := len(p.ids) - len(shown); n > 0 {
 		list += fmt.Sprintf(" +%d more", n)
 	}
-	if needsReason(p.action) {
-		return fmt.Sprintf("%s %s (%s)? reason: %s█", verb(p.action), events(len(p.ids)), list, string(p.reason))
+	if p.stage() == stageReason {
+		return fmt.Sprintf("%s %s (%s)? reason: %s█", verb(p.action), events(len(p.ids)), list, string(p.reason)), ""
 	}
-	if p.action == inspect.Replay {
-		// Two ways to say yes: the same ids (inboxes skip them) or new ones
-		// (every consumer applies them again).
-		return fmt.Sprintf("Replay %s? y same ids · i new ids · [N] (%s)", events(len(p.ids)), list)
-	}
-	return fmt.Sprintf("%s %s? [y/N] (%s)", verb(p.action), events(len(p.ids)), list)
+	return fmt.Sprintf("%s %s? %s", verb(p.action), events(len(p.ids)), p.ask()), " (" + list + ")" + reason
 }
 
-// reasonKey edits the reason of a park or skip: enter runs it once a reason is
-// typed, esc cancels, other keys type.
+// reasonKey edits the reason of a park, skip or correct: enter goes on to the
+// confirmation once a reason is typed, esc cancels, other keys type.
 func (m *Model) reasonKey(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	p := m.confirm
 	switch msg.String() {
@@ -234,12 +309,35 @@ func events(n int) string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// confirmKey: y runs the action; any other key cancels it.
+// confirmKey takes a key at the prompt line. The reason is typed and enter
+// moves on; an answer (the count, yes, new) is typed only as far as it goes,
+// and enter after a whole one moves on or runs the action; any other key
+// cancels it.
 func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 	p := m.confirm
-	if p.action != "" && needsReason(p.action) {
+	answer := ""
+	switch p.stage() {
+	case stageReason:
 		if cmd, typing := m.reasonKey(msg); typing {
 			return cmd
+		}
+		if msg.String() == "enter" {
+			p.reasonDone = true
+			return nil
+		}
+	default:
+		typed := string(p.typed)
+		if msg.String() == "enter" {
+			if slices.Contains(p.answers(), typed) {
+				if p.stage() == stageCount {
+					p.countDone, p.typed = true, nil
+					return nil
+				}
+				answer = typed
+			}
+		} else if t := msg.Key().Text; t != "" && slices.ContainsFunc(p.answers(), func(a string) bool { return strings.HasPrefix(a, typed+t) }) {
+			p.typed = append(p.typed, []rune(t)...)
+			return nil
 		}
 	}
 	m.confirm, m.mode = nil, modeNormal
@@ -249,16 +347,11 @@ func (m *Model) confirmKey(msg tea.KeyPressMsg) tea.Cmd {
 	if p.returnTo != modeNormal {
 		m.mode = p.returnTo
 	}
-	confirmed := msg.String() == "y"
-	newID := p.action == inspect.Replay && msg.String() == "i"
-	confirmed = confirmed || newID
-	if p.action != "" && needsReason(p.action) {
-		confirmed = msg.String() == "enter"
-	}
-	if !confirmed {
+	if answer == "" {
 		m.setStatus("cancelled: nothing changed", false)
 		return nil
 	}
+	newID := p.action == inspect.Replay && answer == answerNew
 	if p.pause != "" {
 		return m.runPause(p.pause)
 	}

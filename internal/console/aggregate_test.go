@@ -57,10 +57,10 @@ func TestAggregateTimelineOfABlockedAggregate(t *testing.T) {
 				t.Fatalf("retry on a ready event:\n%s", b.text())
 			}
 			b.keys("k", "r")
-			if b.m.mode != modeConfirm || !strings.Contains(b.text(), "Retry 1 event? [y/N] ("+shortID(seed.ID('d', 2))+")") {
+			if b.m.mode != modeConfirm || !strings.Contains(b.text(), "Retry 1 event? type yes + enter: █ ("+shortID(seed.ID('d', 2))+")") {
 				t.Fatalf("retry on the blocker:\n%s", b.text())
 			}
-			b.keys("y")
+			b.keys("y", "e", "s", "enter")
 			if b.m.mode != modeAggregate {
 				t.Fatalf("after the action: mode %d", b.m.mode)
 			}

@@ -15,13 +15,13 @@ import (
 func TestArchivedViewReplay(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Options{})
-	b.keys("5", "G", "a", "y") // e0000001, the oldest published
+	b.keys("5", "G", "a", "y", "e", "s", "enter") // e0000001, the oldest published
 	if n := b.count(`SELECT count(*) FROM outbox_event_archive WHERE event_id = $1`, seed.ID('e', 1)); n != 1 {
 		t.Fatalf("e0000001 not archived:\n%s", b.text())
 	}
 	b.keys("4", "s")
 	b.typeText("poison, see ticket 12")
-	b.keys("enter") // d0000002, the newest failed, blocks ord-1004
+	b.keys("enter", "y", "e", "s", "enter") // d0000002, the newest failed, blocks ord-1004
 	b.keys("5", "v")
 	if b.m.view != viewArchived {
 		t.Fatalf("v in Published: view %d", b.m.view)
@@ -48,10 +48,10 @@ func TestArchivedViewReplay(t *testing.T) {
 	b.keys("v", "/")
 	b.typeText("id:" + shortID(seed.ID('e', 1)))
 	b.keys("enter", "R")
-	if b.m.mode != modeConfirm || !strings.Contains(b.text(), "Replay 1 event? y same ids · i new ids") {
+	if b.m.mode != modeConfirm || !strings.Contains(b.text(), "Replay 1 event? type yes (same ids) or new (new ids) + enter: █") {
 		t.Fatalf("R did not ask:\n%s", b.text())
 	}
-	b.keys("y")
+	b.keys("y", "e", "s", "enter")
 	if n := b.count(`SELECT count(*) FROM outbox_event WHERE event_id = $1 AND replay_of = $1 AND published_at IS NULL`, seed.ID('e', 1)); n != 1 {
 		t.Fatalf("e0000001 was not replayed into the outbox:\n%s", b.text())
 	}
@@ -66,7 +66,7 @@ func TestArchivedViewReplay(t *testing.T) {
 	}
 }
 
-// TestReplayNewIDFromPublished: i answers the replay prompt with new ids — a new
+// TestReplayNewIDFromPublished: new answers the replay prompt with new ids — a new
 // event whose replay_of is the original, which stays published.
 func TestReplayNewIDFromPublished(t *testing.T) {
 	t.Parallel()
@@ -77,7 +77,7 @@ func TestReplayNewIDFromPublished(t *testing.T) {
 	b.size(120, 40)
 	golden(t, "replay-confirm-120x40", b.screen())
 	b.size(80, 24)
-	b.keys("i")
+	b.keys("n", "e", "w", "enter")
 	if n := b.count(`SELECT count(*) FROM outbox_event WHERE replay_of = $1 AND event_id <> $1 AND published_at IS NULL`, seed.ID('e', 4)); n != 1 {
 		t.Fatalf("%d new events replay e0000004, want 1:\n%s", n, b.text())
 	}
@@ -90,10 +90,13 @@ func TestReplayNewIDFromPublished(t *testing.T) {
 	if s := b.text(); !strings.Contains(s, "; new ids ") {
 		t.Errorf("the status does not name the new id:\n%s", s)
 	}
-	// Any other key cancels.
-	b.keys("R", "n")
-	if n := b.count(`SELECT count(*) FROM outbox_audit WHERE action = 'replay'`); n != 1 || !strings.Contains(b.text(), "cancelled") {
-		t.Errorf("n did not cancel the replay (%d audit rows):\n%s", n, b.text())
+	// Any other key cancels: i (the old key for new ids), or enter short of
+	// a whole answer.
+	for _, keys := range [][]string{{"i"}, {"n", "enter"}, {"n", "e", "s"}, {"y", "e", "w"}} {
+		b.keys(append([]string{"R"}, keys...)...)
+		if n := b.count(`SELECT count(*) FROM outbox_audit WHERE action = 'replay'`); n != 1 || b.m.mode == modeConfirm || !strings.Contains(b.text(), "cancelled") {
+			t.Errorf("%v did not cancel the replay (%d audit rows):\n%s", keys, n, b.text())
+		}
 	}
 }
 

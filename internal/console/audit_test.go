@@ -11,7 +11,7 @@ import (
 func TestAuditLogViewFilters(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Options{})
-	b.keys("4", "r", "y") // retry d0000002 as tester
+	b.keys("4", "r", "y", "e", "s", "enter") // retry d0000002 as tester
 	if _, err := b.pool.Exec(context.Background(), `SELECT outboxtop_audit_write('alice via ssh from 203.0.113.7', 'park', '{}', ARRAY[$1::uuid], 1, 'waiting for finance')`, seed.ID('d', 3)); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,9 @@ func TestAuditLogViewFilters(t *testing.T) {
 }
 
 // TestParkAsksForAReason: park and skip record the reason typed on the prompt
-// line; enter without one does nothing, esc cancels.
+// line; enter without one does nothing, esc cancels. Enter after a reason
+// runs nothing: it asks for yes, naming the action, the count and the ids;
+// yes and enter park the event with the reason.
 func TestParkAsksForAReason(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Options{})
@@ -76,6 +78,21 @@ func TestParkAsksForAReason(t *testing.T) {
 	b.keys("x")
 	b.typeText("duplicate order, customer called  ")
 	b.keys("backspace", "enter")
+	want := "Park 1 event? type yes + enter: █ (" + shortID(id) + ") reason: duplicate order, customer"
+	if s := b.text(); b.m.mode != modeConfirm || !strings.Contains(s, want) || b.count(`SELECT count(*) FROM outbox_audit`) != 0 {
+		t.Fatalf("enter after the reason did not ask for yes (%q):\n%s", want, s)
+	}
+	if s := b.text(); !strings.Contains(s, "type yes, enter run • any other key cancel") {
+		t.Errorf("footer at the yes:\n%s", s)
+	}
+	// A stray key there cancels, reason and all.
+	b.keys("Y")
+	if b.m.mode != modeNormal || b.count(`SELECT count(*) FROM outbox_audit`) != 0 {
+		t.Fatalf("Y did not cancel:\n%s", b.text())
+	}
+	b.keys("x")
+	b.typeText("duplicate order, customer called")
+	b.keys("enter", "y", "e", "s", "enter")
 	if n := b.count(`SELECT count(*) FROM outbox_audit WHERE action = 'park' AND reason = 'duplicate order, customer called' AND actor = 'tester'`); n != 1 {
 		t.Fatalf("%d park audit rows with the typed reason:\n%s", n, b.text())
 	}

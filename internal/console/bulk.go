@@ -19,7 +19,8 @@ import (
 // a second * every matching one. It runs as a paced run (inspect.Run): in
 // chunks in seq order, each chunk one audited call, so the consumers
 // downstream are not flattened. Past BulkPaceAbove events it goes at
-// BulkRate, said in the confirmation; its progress row stays above the status
+// BulkRate, said in the confirmation (which asks for the count, typed, before
+// its yes); its progress row stays above the status
 // line while it runs, c cancels it (the chunk in flight commits whole or not
 // at all), and outboxtop ACTION --resume RUN continues it from the command
 // line.
@@ -146,26 +147,22 @@ func (m *Model) bulkAction(a inspect.Action, lv *listView) (tea.Cmd, bool) {
 	return nil, true
 }
 
-// bulkPrompt is the confirmation line of a bulk action: the count, the pace
-// and the time it would take.
-func (p *pendingAction) bulkPrompt() string {
-	what := fmt.Sprintf("%s all %s matching events", verb(p.action), p.bulkCount)
+// bulkPrompt is the question of a bulk action, with its count; then its pace
+// and the time it would take, and its filter.
+func (p *pendingAction) bulkPrompt() (what, detail string) {
+	what = fmt.Sprintf("%s all %s matching events", verb(p.action), p.bulkCount)
 	if p.from == wire.Pending && p.action == inspect.Retry {
 		// Retry takes the scheduled ones; the ready ones are left alone.
 		what = fmt.Sprintf("Retry the scheduled of all %s matching events", p.bulkCount)
 	}
 	if p.rate > 0 {
 		_, _, d := inspect.PacedEstimate(p.bulkCount.Value, 0, p.rate, 0)
-		what += fmt.Sprintf(" at %s/s (~%s)", trimRate(p.rate), age(d))
+		detail = fmt.Sprintf("at %s/s, ~%s · ", trimRate(p.rate), age(d))
 	}
-	filter := "no filter"
-	if p.bulkFilter != "" {
-		filter = p.bulkFilter
+	if p.bulkFilter == "" {
+		return what, detail + "no filter"
 	}
-	if p.action == inspect.Replay {
-		return fmt.Sprintf("%s? y same ids · i new ids · [N] (%s)", what, filter)
-	}
-	return fmt.Sprintf("%s? [y/N] (%s)", what, filter)
+	return what, detail + p.bulkFilter
 }
 
 func trimRate(r float64) string { return strings.TrimSuffix(fmt.Sprintf("%.1f", r), ".0") }

@@ -38,12 +38,27 @@ func TestBulkRetryProgressRow(t *testing.T) {
 	if m.mode != modeConfirm {
 		t.Fatalf("r did not ask: mode %d", m.mode)
 	}
-	if s := screenText(m); !strings.Contains(s, "Retry all 5000 matching events at 100/s (~49s)? [y/N] (no filter)") {
+	// The count first, typed exactly; then yes.
+	if s := screenText(m); m.confirm.prompt() != "Retry all 5000 matching events? type 5000 + enter: █ (at 100/s, ~49s · no filter)" ||
+		!strings.Contains(s, "type 5000, enter the count, then yes • any other key cancel") {
 		t.Fatalf("confirmation:\n%s", s)
 	}
-	_, cmd := m.Update(keyMsg("y"))
+	press(m, "y")
+	if m.mode == modeConfirm || !strings.Contains(screenText(m), "cancelled: nothing changed") {
+		t.Fatalf("y at the count did not cancel:\n%s", screenText(m))
+	}
+	press(m, "r", "5", "0", "0", "enter")
+	if m.mode == modeConfirm || m.bulk.run != nil {
+		t.Fatal("a count short of the whole one did not cancel")
+	}
+	press(m, "r", "5", "0", "0", "0", "enter")
+	if s := screenText(m); m.bulk.run != nil || m.mode != modeConfirm || !strings.Contains(s, "Retry all 5000 matching events? type yes + enter: █ (at 100/s") {
+		t.Fatalf("after the count:\n%s", s)
+	}
+	press(m, "y", "e", "s")
+	_, cmd := m.Update(keyMsg("enter"))
 	if cmd == nil || m.bulk.run == nil {
-		t.Fatal("y started no run")
+		t.Fatal("yes started no run")
 	}
 	r := m.bulk.run
 	if r.prog.Target != BulkRate {
@@ -107,7 +122,7 @@ func TestBulkMarkClearsAndIsForPacedActionsOnly(t *testing.T) {
 	}
 	// In Pending, a bulk retry says it takes the scheduled events.
 	press(m, "esc", "*", "*", "r")
-	if s := screenText(m); !strings.Contains(s, "Retry the scheduled of all 3000 matching events at 100/s") {
+	if s := screenText(m); !strings.Contains(s, "Retry the scheduled of all 3000 matching events? type 3000 + enter: █ (at 100/") {
 		t.Fatalf("bulk retry in Pending:\n%s", s)
 	}
 }
@@ -122,7 +137,7 @@ func TestSmallBulkIsNotPaced(t *testing.T) {
 	msg.more, msg.total = true, inspect.Count{Value: 800}
 	m.Update(msg)
 	press(m, "*", "*", "r")
-	if s := screenText(m); !strings.Contains(s, "Retry all 800 matching events? [y/N] (no filter)") {
+	if s := screenText(m); !strings.Contains(s, "Retry all 800 matching events? type 800 + enter: █ (no filter)") {
 		t.Fatalf("confirmation:\n%s", s)
 	}
 }
@@ -137,7 +152,7 @@ func TestBulkRetryRuns(t *testing.T) {
 	if !b.m.allMarked(viewFailed) {
 		t.Fatalf("not all matching marked:\n%s", b.screen())
 	}
-	b.keys("r", "y")
+	b.keys("r", "3", "enter", "y", "e", "s", "enter")
 	s := b.screen()
 	if !strings.Contains(s, "done: 3 of 3 changed") {
 		t.Fatalf("after the run:\n%s", s)

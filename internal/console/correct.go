@@ -24,8 +24,9 @@ import (
 // a private temporary file and opened in $VISUAL or $EDITOR (vi when neither
 // is set); once the editor exits the file is read back and removed, checked as
 // JSON, and the database's diff of the two payloads is shown on the prompt
-// line with a reason to type; enter sends the copy (inspect.Correction), esc
-// cancels. Nothing is changed before that enter. Over SSH (outboxtop serve)
+// line with a reason to type; enter moves on to the confirmation, where yes
+// and enter send the copy (inspect.Correction); esc cancels. Nothing is
+// changed before that. Over SSH (outboxtop serve)
 // an editor would run on the server, so the payload opens in a field editor
 // inside the console instead (fieldEditor): ctrl+s takes the text to the same
 // review, esc cancels. Its text is the payload with every character outside
@@ -36,7 +37,7 @@ import (
 // not one of inspect's filter-wide Actions (a correction is one event).
 const actionCorrect inspect.Action = "correct"
 
-// pendingCorrection is a correction waiting for its reason and enter.
+// pendingCorrection is a correction waiting for its reason and its yes.
 type pendingCorrection struct {
 	id      string
 	payload json.RawMessage
@@ -44,6 +45,11 @@ type pendingCorrection struct {
 }
 
 func (c *pendingCorrection) prompt(reason []rune) string {
+	return fmt.Sprintf("Correct %s (%s)? reason: %s█", shortID(c.id), c.changes(), string(reason))
+}
+
+// changes are the first two changes of the diff and how many more.
+func (c *pendingCorrection) changes() string {
 	var changes []string
 	for k, ch := range c.diff {
 		if k == 2 {
@@ -52,7 +58,7 @@ func (c *pendingCorrection) prompt(reason []rune) string {
 		}
 		changes = append(changes, termtext.OneLine(termtext.Sanitize(ch.String())))
 	}
-	return fmt.Sprintf("Correct %s (%s)? reason: %s█", shortID(c.id), strings.Join(changes, "; "), string(reason))
+	return strings.Join(changes, "; ")
 }
 
 // The steps of a correction, each a message back from a command that ran off

@@ -37,7 +37,7 @@ func editWith(t *testing.T, change func(map[string]any) []byte) func(string, fun
 }
 
 // e on a failed event opens its payload in the editor, shows the diff on the
-// prompt with a reason to type, and enter sends the copy: the original is
+// prompt with a reason to type, and enter, then yes and enter, send the copy: the original is
 // archived, the copy waits in its place, and the temporary file is gone.
 func TestCorrectFromTheFailedView(t *testing.T) {
 	t.Parallel()
@@ -68,6 +68,11 @@ func TestCorrectFromTheFailedView(t *testing.T) {
 	}
 	b.typeText("add the flag")
 	b.keys("enter")
+	if s := b.text(); !strings.Contains(s, "Correct "+shortID(r.id)+"? type yes + enter: █ (fixed: added true) reason: add the flag") ||
+		b.count(`SELECT count(*) FROM outbox_audit`) != 0 {
+		t.Fatalf("enter after the reason did not ask for yes:\n%s", s)
+	}
+	b.keys("y", "e", "s", "enter")
 	if n := b.count(`SELECT count(*) FROM outbox_event_archive WHERE event_id = $1 AND failed_at IS NOT NULL
 		AND starts_with(last_error, 'corrected by tester as ')`, r.id); n != 1 {
 		t.Errorf("the original is not archived as corrected (%d rows)", n)
@@ -177,7 +182,7 @@ func TestCorrectOverSSHUsesTheFieldEditor(t *testing.T) {
 		t.Errorf("the review draws the payload's bidirectional control:\n%s", s)
 	}
 	b.typeText("drop the escape")
-	b.keys("enter")
+	b.keys("enter", "y", "e", "s", "enter")
 	if n := b.count(`SELECT count(*) FROM outbox_event WHERE correction_of = $1 AND payload = '{"note": "fixed"}'`, id); n != 1 {
 		t.Errorf("%d corrected copies, want 1:\n%s", n, b.text())
 	}

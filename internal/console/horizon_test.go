@@ -9,8 +9,8 @@ import (
 )
 
 // A held horizon is one line above the sections, naming the holder with the
-// database's text sanitized, the dead rows and T; T asks y/N naming the pid,
-// the holder and its age, and any other key cancels. A slot is named as one,
+// database's text sanitized, the dead rows and T; T asks for yes and enter
+// naming the pid, the holder and its age, and any other key cancels. A slot is named as one,
 // with no T. Under the bounds there is no line.
 func TestHorizonLine(t *testing.T) {
 	t.Parallel()
@@ -22,13 +22,14 @@ func TestHorizonLine(t *testing.T) {
 		t.Fatalf("no %q:\n%s", want, screen)
 	}
 	m.Update(keyMsg("T"))
-	// The question first: a narrow terminal cuts the holder's text, not [y/N].
-	if got, want := plain(m.Render()), "End pid 4242 with pg_terminate_backend? [y/N] (alice@psql^[[31m<U+202E>, idle"; !strings.Contains(got, want) {
+	// The question first: a narrow terminal cuts the holder's text, not the yes.
+	if got, want := plain(m.Render()), "End pid 4242 with pg_terminate_backend? type yes + enter: █ (alice@psql^[[31m"; !strings.Contains(got, want) {
 		t.Errorf("T: no %q:\n%s", want, got)
 	}
-	if m.confirm == nil || m.confirm.prompt() != "End pid 4242 with pg_terminate_backend? [y/N] (alice@psql^[[31m<U+202E>, idle in transaction, open 12m00s)" {
+	if m.confirm == nil || m.confirm.prompt() != "End pid 4242 with pg_terminate_backend? type yes + enter: █ (alice@psql^[[31m<U+202E>, idle in transaction, open 12m00s)" {
 		t.Errorf("prompt %+v", m.confirm)
 	}
+	m.Update(keyMsg("y"))
 	m.Update(keyMsg("n"))
 	if got := plain(m.Render()); !strings.Contains(got, "cancelled: nothing changed") {
 		t.Errorf("n did not cancel:\n%s", got)

@@ -117,7 +117,7 @@ func TestBannerKeepsTheCursorRowOnScreen(t *testing.T) {
 }
 
 // TestFooterInEveryMode: help, confirm and filter modes say which keys work, at
-// both sizes; the confirm prompt keeps [y/N] at 80 columns.
+// both sizes; the confirm prompt keeps what to type at 80 columns.
 func TestFooterInEveryMode(t *testing.T) {
 	t.Parallel()
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
@@ -127,7 +127,7 @@ func TestFooterInEveryMode(t *testing.T) {
 			b.size(size[0], size[1])
 			b.keys("4", "space", "space", "space", "r")
 			lines := strings.Split(b.text(), "\n")
-			if !strings.Contains(lines[len(lines)-2], "[y/N]") || !strings.Contains(lines[len(lines)-1], "cancel") {
+			if !strings.Contains(lines[len(lines)-2], "type yes + enter: █") || !strings.Contains(lines[len(lines)-1], "cancel") {
 				t.Errorf("confirm:\n%s", b.text())
 			}
 			golden(t, fmt.Sprintf("mode-confirm-%dx%d", size[0], size[1]), b.screen())
@@ -138,6 +138,13 @@ func TestFooterInEveryMode(t *testing.T) {
 				t.Errorf("reason:\n%s", b.text())
 			}
 			golden(t, fmt.Sprintf("mode-reason-%dx%d", size[0], size[1]), b.screen())
+			// Enter takes the reason and asks for yes, naming the action and the ids.
+			b.keys("enter")
+			lines = strings.Split(b.text(), "\n")
+			if !strings.Contains(lines[len(lines)-2], "Skip (archive unpublished) 3 events? type yes + enter: █ (d0000002") ||
+				!strings.Contains(lines[len(lines)-1], "type yes, enter run") {
+				t.Errorf("yes after the reason:\n%s", b.text())
+			}
 			b.keys("esc", "/")
 			b.typeText("type:OrderPlaced agg:ord-1003")
 			lines = strings.Split(b.text(), "\n")
@@ -275,7 +282,7 @@ func TestSkipFromPending(t *testing.T) {
 	b.typeText("id:b0000001")
 	b.keys("enter", "s")
 	b.typeText("payment provider down; refunded by hand")
-	b.keys("enter")
+	b.keys("enter", "y", "e", "s", "enter")
 	if strings.Contains(b.text(), "applies to") {
 		t.Fatalf("refused:\n%s", b.text())
 	}

@@ -41,12 +41,16 @@ func TestFilterMarkRetryConfirm(t *testing.T) {
 		t.Fatalf("r did not open the confirm prompt:\n%s", b.text())
 	}
 	prompt := b.text()
-	for _, want := range []string{"Retry 2 events", shortID(seed.ID('d', 1)), shortID(seed.ID('d', 2)), "[y/N]"} {
+	for _, want := range []string{"Retry 2 events? type yes + enter: █", shortID(seed.ID('d', 1)), shortID(seed.ID('d', 2))} {
 		if !strings.Contains(prompt, want) {
 			t.Errorf("prompt lacks %q:\n%s", want, prompt)
 		}
 	}
-	b.keys("y")
+	b.keys("y", "e", "s")
+	if n := b.count(`SELECT count(*) FROM outbox_audit`); n != 0 || b.m.mode != modeConfirm {
+		t.Fatalf("yes without enter: %d audit rows, mode %d", n, b.m.mode)
+	}
+	b.keys("enter")
 	if n := b.count(`SELECT count(*) FROM outbox_event WHERE event_id = ANY($1::uuid[]) AND failed_at IS NULL AND attempts = 0`,
 		[]string{seed.ID('d', 1), seed.ID('d', 2)}); n != 2 {
 		t.Errorf("%d of 2 events were retried", n)
@@ -73,9 +77,16 @@ func TestCancelLeavesEverything(t *testing.T) {
 	if b.m.mode != modeNormal || !strings.Contains(b.text(), "cancelled: nothing changed") {
 		t.Fatalf("n did not cancel:\n%s", b.text())
 	}
-	// Any key that is not y cancels, including enter.
+	// Any key that does not continue yes cancels, including enter, Y and
+	// enter after part of it; so does a key after the whole of it.
 	b.keys("x") // park does not apply to failed events: refused without a prompt
-	b.keys("r", "enter")
+	for _, keys := range [][]string{{"enter"}, {"y", "n"}, {"Y"}, {"y", "enter"}, {"y", "e", "enter"}, {"y", "e", "s", "s"},
+		{"y", "e", "s", "space"}, {"y", "e", "s", "esc"}, {"y", "backspace"}, {"ctrl+y"}, {"1"}} {
+		b.keys(append([]string{"r"}, keys...)...)
+		if b.m.mode != modeNormal || !strings.Contains(b.text(), "cancelled: nothing changed") {
+			t.Fatalf("r then %v did not cancel:\n%s", keys, b.text())
+		}
+	}
 	if n := b.count(`SELECT count(*) FROM outbox_event WHERE failed_at IS NOT NULL`); n != 3 {
 		t.Errorf("%d failed events after cancelling, want 3", n)
 	}
@@ -119,10 +130,10 @@ func TestResetLeaseFromDetail(t *testing.T) {
 		t.Fatalf("detail does not show the leased event:\n%s", b.text())
 	}
 	b.keys("l")
-	if !strings.Contains(b.text(), "Reset the lease of 1 event? [y/N] (c0000001)") {
+	if !strings.Contains(b.text(), "Reset the lease of 1 event? type yes + enter: █ (c0000001)") {
 		t.Fatalf("prompt:\n%s", b.text())
 	}
-	b.keys("y")
+	b.keys("y", "e", "s", "enter")
 	if n := b.count(`SELECT count(*) FROM outbox_event WHERE event_id = $1 AND lease_until <= now()`, seed.ID('c', 1)); n != 1 {
 		t.Error("the lease was not reset")
 	}
@@ -154,16 +165,16 @@ func TestPausedRelayIsImpossibleToMiss(t *testing.T) {
 	r := &fakeRelay{}
 	b := setup(t, Options{Relay: r})
 	b.keys("p")
-	if !strings.Contains(b.text(), "Pause the relay? Nothing is published until it is resumed [y/N]") {
+	if !strings.Contains(b.text(), "Pause the relay? Nothing is published until it is resumed; type yes + enter: █") {
 		t.Fatalf("p does not ask first:\n%s", b.text())
 	}
-	b.keys("n")
+	b.keys("y", "enter")
 	if r.paused {
-		t.Fatal("p paused the relay although the prompt was answered n")
+		t.Fatal("p paused the relay although the prompt was answered y, enter")
 	}
-	b.keys("p", "y")
+	b.keys("p", "y", "e", "s", "enter")
 	if !r.paused {
-		t.Fatal("p, y did not pause the relay")
+		t.Fatal("p, yes, enter did not pause the relay")
 	}
 	for _, v := range []string{"1", "2", "3", "4", "5", "6", "?"} {
 		b.keys(v)
@@ -175,7 +186,11 @@ func TestPausedRelayIsImpossibleToMiss(t *testing.T) {
 	}
 	b.keys("1")
 	golden(t, "paused-80x24", b.screen())
-	b.keys("p", "y")
+	b.keys("p")
+	if !strings.Contains(b.text(), "Resume the relay? type yes + enter: █") {
+		t.Fatalf("p does not ask before resuming:\n%s", b.text())
+	}
+	b.keys("y", "e", "s", "enter")
 	if r.paused || strings.Contains(b.text(), "RELAY PAUSED") {
 		t.Errorf("p did not resume the relay:\n%s", b.text())
 	}

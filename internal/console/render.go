@@ -241,9 +241,12 @@ func (m *Model) statusLine() string {
 	st := m.styles
 	switch {
 	case m.mode == modeConfirm && m.confirm != nil:
-		s := " " + m.confirm.prompt()
-		if w := ansi.StringWidth(s); w > m.width && m.confirm.action != "" && needsReason(m.confirm.action) {
+		head, tail := m.confirm.promptParts()
+		s := " " + head
+		if w := ansi.StringWidth(s); w > m.width {
 			s = "…" + ansi.TruncateLeft(s, w-m.width+1, "") // what is typed stays in view
+		} else {
+			s += tail
 		}
 		return st.prompt.Render(fit(s, m.width, false))
 	case m.mode == modeFilter:
@@ -295,13 +298,7 @@ func (m *Model) footer() string {
 	case modeHelp:
 		b = []key.Binding{helpOnly("any key", "close help")}
 	case modeConfirm:
-		b = []key.Binding{helpOnly("y", "confirm"), helpOnly("any other key", "cancel")}
-		if m.confirm != nil && m.confirm.action == inspect.Replay {
-			b = []key.Binding{helpOnly("y", "same ids: inboxes skip them"), helpOnly("i", "new ids: consumers apply again"), helpOnly("other", "cancel")}
-		}
-		if m.confirm != nil && m.confirm.action != "" && needsReason(m.confirm.action) {
-			b = []key.Binding{helpOnly("type", "the reason (audited)"), helpOnly("enter", "confirm"), helpOnly("esc", "cancel")}
-		}
+		b = m.confirmFooter()
 	case modeFilter:
 		b = []key.Binding{helpOnly("enter", "apply"), helpOnly("esc", "cancel"), helpOnly("backspace", "delete")}
 	case modeEdit:
@@ -343,6 +340,22 @@ func (m *Model) footer() string {
 	return ansi.Truncate(m.help.ShortHelpView(b), m.width, "…")
 }
 
+// confirmFooter says what the prompt line asks at its stage.
+func (m *Model) confirmFooter() []key.Binding {
+	p := m.confirm
+	switch {
+	case p == nil:
+		return nil
+	case p.stage() == stageReason:
+		return []key.Binding{helpOnly("type", "the reason (audited)"), helpOnly("enter", "then yes to confirm"), helpOnly("esc", "cancel")}
+	case p.stage() == stageCount:
+		return []key.Binding{helpOnly("type "+p.answers()[0]+", enter", "the count, then yes"), helpOnly("any other key", "cancel")}
+	case p.action == inspect.Replay:
+		return []key.Binding{helpOnly("yes", "same ids (inboxes skip)"), helpOnly("new", "new ids"), helpOnly("+ enter", "run"), helpOnly("other", "cancel")}
+	}
+	return []key.Binding{helpOnly("type yes, enter", "run"), helpOnly("any other key", "cancel")}
+}
+
 // pair is two bindings on one help line ("g G  top, bottom"); a disabled one
 // (an action in read-only mode) is left out.
 func pair(a, b key.Binding) key.Binding {
@@ -380,16 +393,24 @@ func (m *Model) viewActions() []key.Binding {
 // are left out, extras appear only when there are some.
 func (m *Model) helpScreen(w, h int) string {
 	k := m.keys
+	// Each action says what it asks besides the yes every one asks for.
+	asks := func(b key.Binding, desc string) key.Binding {
+		b.SetHelp(b.Help().Key, desc)
+		return b
+	}
 	groups := []struct {
 		title string
 		keys  []key.Binding
+		notes []string
 	}{
-		{"VIEWS", []key.Binding{k.NextView, k.PrevView, k.JumpView, k.Archived, k.Breakdowns}},
+		{"VIEWS", []key.Binding{k.NextView, k.PrevView, k.JumpView, k.Archived, k.Breakdowns}, nil},
 		// Pairs on one line each: 80×24 holds every key.
-		{"MOVE", []key.Binding{pair(k.Up, k.Down), pair(k.Top, k.Bottom), pair(k.PageUp, k.PageDown), pair(k.Sort, k.Reverse)}},
-		{"CONSOLE", []key.Binding{k.AuditLog, k.Faster, k.Slower, k.Help, k.Quit}},
-		{"EVENTS", []key.Binding{k.Detail, k.Back, k.Filter, pair(k.Mark, k.MarkAll), k.Aggregate}},
-		{"ACTIONS (each asks y/N first)", []key.Binding{pair(k.Retry, k.ResetLease), pair(k.Park, k.Skip), pair(k.Archive, k.Replay), k.Pause, k.Terminate, k.Correct}},
+		{"MOVE", []key.Binding{pair(k.Up, k.Down), pair(k.Top, k.Bottom), pair(k.PageUp, k.PageDown), pair(k.Sort, k.Reverse)}, nil},
+		{"CONSOLE", []key.Binding{k.AuditLog, k.Faster, k.Slower, k.Help, k.Quit}, nil},
+		{"EVENTS", []key.Binding{k.Detail, k.Back, k.Filter, pair(k.Mark, k.MarkAll), k.Aggregate}, nil},
+		{"ACTIONS: each asks yes + enter", []key.Binding{pair(k.Retry, k.ResetLease), asks(pair(k.Park, k.Skip), "park, skip (reason first)"),
+			asks(pair(k.Archive, k.Replay), "archive, replay (yes/new)"), k.Pause, k.Terminate, asks(k.Correct, "correct ($EDITOR, reason)")},
+			[]string{"  * * (all matching): the count first", "  any other key cancels"}},
 	}
 	var extras []key.Binding
 	for _, e := range m.opts.Extras {
@@ -398,7 +419,8 @@ func (m *Model) helpScreen(w, h int) string {
 	groups = append(groups, struct {
 		title string
 		keys  []key.Binding
-	}{"EXTRAS", extras})
+		notes []string
+	}{"EXTRAS", extras, nil})
 	var blocks [][]string
 	for _, g := range groups {
 		var lines []string
@@ -409,6 +431,9 @@ func (m *Model) helpScreen(w, h int) string {
 		}
 		if len(lines) == 0 {
 			continue
+		}
+		for _, n := range g.notes {
+			lines = append(lines, m.styles.dim.Render(n))
 		}
 		blocks = append(blocks, append([]string{m.styles.section.Render(g.title)}, lines...))
 	}
