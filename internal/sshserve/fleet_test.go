@@ -117,7 +117,9 @@ labels = { team = "payments" }
 	// (as a blocker), where r finds no event under the cursor.
 	c.waitFor("1 listed")
 	c.waitFor(failedID[:8])
-	c.send("ry")
+	c.send("r")
+	c.waitFor("type yes + enter")
+	c.send("yes\r")
 	if actor := audited(); actor != fp+" oncall@laptop" {
 		t.Errorf("audit actor %q", actor)
 	}

@@ -137,7 +137,7 @@ func TestPauseOverSSHIsAuditedWithTheKey(t *testing.T) {
 	want := gossh.FingerprintSHA256(b.operator.PublicKey()) + " oncall@laptop"
 	c.send("p")
 	c.waitFor("Pause the relay?")
-	c.send("y") // pausing asks first: it stops publishing for everyone
+	c.send("yes\r") // pausing asks first: it stops publishing for everyone
 	// The audit row commits first, then the relay pauses: wait for both.
 	testenv.WaitFor(t, 20*time.Second, "the pause audited and done", func() bool { return len(audits("pause")) == 1 && r.isPaused() })
 	if got := audits("pause"); got[0] != want {
@@ -146,7 +146,7 @@ func TestPauseOverSSHIsAuditedWithTheKey(t *testing.T) {
 	c.waitFor("RELAY PAUSED")
 	c.send("p")
 	c.waitFor("Resume the relay?")
-	c.send("y")
+	c.send("yes\r")
 	testenv.WaitFor(t, 20*time.Second, "the resume audited and done", func() bool { return len(audits("resume")) == 1 && !r.isPaused() })
 	if !strings.Contains(b.logs.String(), "relay paused") || !strings.Contains(b.logs.String(), "oncall@laptop") {
 		t.Errorf("server log:\n%s", b.logs.String())

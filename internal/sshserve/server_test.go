@@ -65,7 +65,9 @@ func TestOperatorRetriesAndTheAuditNamesTheKey(t *testing.T) {
 	// (as a blocker), where r finds no event under the cursor.
 	c.waitFor("1 listed")
 	c.waitFor(failedID[:8])
-	c.send("ry")
+	c.send("r")
+	c.waitFor("type yes + enter")
+	c.send("yes\r")
 	actor := audited()
 	want := gossh.FingerprintSHA256(b.operator.PublicKey()) + " oncall@laptop"
 	if actor != want {
