@@ -39,4 +39,11 @@
 // outboxtop_inbox_prune, so a consumer role (`outboxtop grants --role
 // consumer`) needs no DELETE on the table: a role with one could lock it and
 // stop every other consumer's inserts.
+//
+// On a consumed_event that `outboxtop migrate` created, row-level security
+// lets a role see and write only the rows whose consumer name is the role's
+// name, so run each consumer as a role named after it. A consumed_event the
+// application had before, which migrate adopts, keeps the row security the
+// application gave it; Prune there too deletes only the inbox named after
+// the session's role (or any, as the table's owner).
 package inbox

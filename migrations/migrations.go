@@ -44,8 +44,8 @@
 // session advisory lock (per schema) before touching anything, and each numbered
 // file is written so that it also upgrades a seed-style outbox_event that an
 // application created by hand, keeping its rows, and adopts its consumed_event
-// as it is: 002 adds what the inbox lacks, and 008 gives row-level security only
-// to an inbox 002 created.
+// as it is: 002 adds what the inbox lacks and marks it adopted, and 008 gives
+// row-level security only to an inbox outboxtop created.
 //
 // Migrate runs on a live database. Each step (a numbered file, tern's
 // transaction each, or the function files, one transaction together) waits at

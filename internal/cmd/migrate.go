@@ -59,7 +59,7 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 				db.schema, holder, *lockWait)
 		},
 		OnLockRetry: func(r migrations.LockRetry) {
-			fmt.Fprintf(io.Err, "outboxtop: %s (%v spent retrying it, --lock-wait %v)\n", r, r.Waited.Round(time.Millisecond), *lockWait)
+			fmt.Fprintf(io.Err, "outboxtop: %s (%v of --lock-wait %v spent)\n", r, r.Waited.Round(time.Millisecond), *lockWait)
 		},
 	})
 	if errors.Is(err, migrations.ErrLockWait) {

@@ -10,7 +10,9 @@
 -- security policy would: a role prunes the inbox named after a role it is (or
 -- may become: a member of), as the policy lets it see only rows named after
 -- its current role; the table's owner (and its members) prune any inbox, as
--- they may delete any row.
+-- they may delete any row. The same on an inbox the application had, which
+-- migrate adopted without the policy: a role that may read every row still
+-- deletes only its own.
 CREATE OR REPLACE FUNCTION {{.schema}}.outboxtop_inbox_prune(p_consumer text, p_before timestamptz, p_batch integer)
 RETURNS integer LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{.schema}}, pg_temp AS $$
 DECLARE
