@@ -36,7 +36,7 @@ BEGIN
         PERFORM setval(pg_get_serial_sequence('{{.schema}}.outbox_event', 'seq'),
                        coalesce((SELECT max(seq) FROM {{.schema}}.outbox_event), 0) + 1, false);
         -- created_at is when a transaction began, not when it committed: the
-        -- order of the rows numbered here is not known, and migration 024 says
+        -- order of the rows numbered here is not known, and migration 025 says
         -- so on those that follow another unpublished row of their aggregate.
         EXECUTE format('COMMENT ON COLUMN {{.schema}}.outbox_event.seq IS %L',
                        'outboxtop: adopted through seq ' || coalesce((SELECT max(seq) FROM {{.schema}}.outbox_event), 0)
