@@ -58,7 +58,7 @@ func TestExpiredLeaseHolderIsFenced(t *testing.T) {
 	before := read()
 	// The zombie wakes up and finishes its batch: it publishes (duplicates) and
 	// tries to mark.
-	zombie.publish(ctx, ctx, token, events)
+	zombie.publish(ctx, ctx, token, events, nil)
 	if got := zombie.Status().LostFences; got != 10 {
 		t.Fatalf("lost fences %d, want 10", got)
 	}

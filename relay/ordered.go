@@ -294,10 +294,11 @@ func (r *Relay) sweepLoop(ctx context.Context) {
 }
 
 // checkOrder marks the claimed events whose order after the previous event of
-// their aggregate is unknown (sql/order_check.sql). A batch runs it before it
-// publishes (its mark would take the events out of what the check reads), in
-// its own goroutine, so the claim loop does not wait for it. It only informs
-// the console and status, so a failure is logged and the batch goes on.
+// their aggregate is unknown (sql/order_check.sql). A batch runs it beside its
+// publish, in a goroutine of its own, and its mark waits for it (the mark
+// takes the events out of what the check reads); the claim loop never waits
+// for it. It only informs the console and status, so a failure is logged and
+// the batch goes on.
 func (r *Relay) checkOrder(ctx context.Context, events []*event) {
 	if len(events) == 0 {
 		return
@@ -306,19 +307,22 @@ func (r *Relay) checkOrder(ctx context.Context, events []*event) {
 	for i, e := range events {
 		ids[i] = e.id
 	}
-	err := func() error {
-		tx, err := r.begin(ctx)
-		if err != nil {
-			return err
+	// One round trip: a batch's statements run in one implicit transaction,
+	// so the lock timeout set first bounds the check's row locks.
+	b := &pgx.Batch{}
+	b.Queue("SELECT pg_catalog.set_config('lock_timeout', $1, true)", fmt.Sprintf("%dms", r.cfg.LockTimeout.Milliseconds()))
+	b.Queue(r.sql.orderCheck, ids)
+	br := r.pool.SendBatch(ctx, b)
+	_, err := br.Exec()
+	if err == nil {
+		var tag pgconn.CommandTag
+		if tag, err = br.Exec(); err == nil {
+			r.m.OrderUnknown.Add(float64(tag.RowsAffected()))
 		}
-		defer tx.Rollback(context.WithoutCancel(ctx))
-		tag, err := tx.Exec(ctx, r.sql.orderCheck, ids)
-		if err != nil {
-			return err
-		}
-		r.m.OrderUnknown.Add(float64(tag.RowsAffected()))
-		return tx.Commit(ctx)
-	}()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil && ctx.Err() == nil {
 		r.log.Warn("checking the commit order of a claimed batch (nothing is lost; the console may not count its aggregates as of unknown order)", "err", err)
 	}

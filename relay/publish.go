@@ -20,7 +20,11 @@ type aggregateKey struct{ typ, id string }
 // ctx ends past the shutdown timeout; stop when shutdown begins, which ends at
 // once the wait of records for a topic already found missing (they would not be
 // acknowledged soon, and were never sent: they wait again, attempt refunded).
-func (r *Relay) publish(ctx, stop context.Context, token uuid.UUID, events []*event) {
+//
+// checked, when not nil, closes once the batch's order check has run
+// (checkOrder): it runs beside the publish, and the mark, which takes the
+// events out of what the check reads, waits for it.
+func (r *Relay) publish(ctx, stop context.Context, token uuid.UUID, events []*event, checked <-chan struct{}) {
 	start := time.Now()
 	ordered := r.cfg.Ordering == OrderAggregate
 	results := make([]result, len(events))
@@ -135,6 +139,9 @@ func (r *Relay) publish(ctx, stop context.Context, token uuid.UUID, events []*ev
 		}
 	}
 
+	if checked != nil {
+		<-checked
+	}
 	markStart := time.Now()
 	var mr markResult
 	_, err := retryDB(ctx, func() (int, error) {

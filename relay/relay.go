@@ -188,10 +188,12 @@ func (r *Relay) loop(ctx, bg context.Context) error {
 		batches.Add(1)
 		go func() {
 			defer batches.Done()
+			var checked chan struct{}
 			if r.cfg.Ordering == OrderAggregate {
-				r.checkOrder(bctx, events)
+				checked = make(chan struct{})
+				go func() { defer close(checked); r.checkOrder(bctx, events) }()
 			}
-			r.publish(bctx, ctx, token, events)
+			r.publish(bctx, ctx, token, events, checked)
 			r.untrack(token)
 			r.stats.batches.Add(1)
 			<-slots
