@@ -70,8 +70,19 @@ const orderComment = "outboxtop commit order "
 func CommitOrderOf(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, schema string) (CommitOrder, error) {
-	var trigger, recorded *string
-	err := q.QueryRow(ctx, `SELECT
+	trigger, recorded, err := readOrder(ctx, q, schema)
+	if err != nil {
+		return "", err
+	}
+	return orderFrom(trigger, recorded)
+}
+
+// readOrder reads what the mode is made of: the commit-order trigger's
+// argument (nil: no trigger) and the comment recorded on the order sequence.
+func readOrder(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, schema string) (trigger, recorded *string, err error) {
+	err = q.QueryRow(ctx, `SELECT
 		(SELECT pg_catalog.split_part(pg_catalog.encode(t.tgargs, 'escape'), '\000', 1)
 		 FROM pg_catalog.pg_trigger t
 		 WHERE t.tgrelid = pg_catalog.to_regclass($1) AND t.tgname = 'outbox_event_commit_order'),
@@ -79,9 +90,9 @@ func CommitOrderOf(ctx context.Context, q interface {
 		pgx.Identifier{schema, "outbox_event"}.Sanitize(), pgx.Identifier{schema, "outbox_event_order_seq"}.Sanitize()).
 		Scan(&trigger, &recorded)
 	if err != nil {
-		return "", fmt.Errorf("reading the commit order: %w", err)
+		return nil, nil, fmt.Errorf("reading the commit order: %w", err)
 	}
-	return orderFrom(trigger, recorded)
+	return trigger, recorded, nil
 }
 
 // orderFrom is the mode that a trigger's argument (nil: no trigger) and the
@@ -112,15 +123,10 @@ func orderFrom(trigger, recorded *string) (CommitOrder, error) {
 // check would pick a victim). Nothing is rewritten. Switching into or out of
 // OrderEnforce moves the sequence seq will come from past the other, so seq
 // keeps increasing.
-func setCommitOrder(ctx context.Context, conn *pgx.Conn, schema string, want CommitOrder, _ bool) (CommitOrder, error) {
-	table := pgx.Identifier{schema, "outbox_event"}.Sanitize()
-	orderSeq := pgx.Identifier{schema, "outbox_event_order_seq"}.Sanitize()
-	var trigger, recorded *string
-	if err := conn.QueryRow(ctx, `SELECT
-		(SELECT pg_catalog.split_part(pg_catalog.encode(t.tgargs, 'escape'), '\000', 1)
-		 FROM pg_catalog.pg_trigger t WHERE t.tgrelid = $1::regclass AND t.tgname = 'outbox_event_commit_order'),
-		pg_catalog.obj_description($2::regclass, 'pg_class')`, table, orderSeq).Scan(&trigger, &recorded); err != nil {
-		return "", fmt.Errorf("reading the commit order: %w", err)
+func setCommitOrder(ctx context.Context, conn *pgx.Conn, schema string, want CommitOrder) (CommitOrder, error) {
+	trigger, recorded, err := readOrder(ctx, conn, schema)
+	if err != nil {
+		return "", err
 	}
 	now, err := orderFrom(trigger, recorded)
 	if err != nil {

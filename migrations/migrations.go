@@ -10,8 +10,8 @@
 // or when a new signature replaces an old one); every migrate applies them all
 // again after the numbered migrations, so a function is read, reviewed and
 // changed in one place, and a database at any version ends with the same
-// functions. Both kinds are Go templates over the same data ({{.schema}},
-// {{.channel}}).
+// functions. Both kinds are Go templates over the same data ({{.schema}} and
+// the commit order's keys).
 //
 // The SECURITY DEFINER functions run as their owner with search_path pinned to
 // pg_catalog, the schema and pg_temp. That order is not enough on its own:
@@ -224,11 +224,6 @@ func MigrateWith(ctx context.Context, conn *pgx.Conn, schema string, opts Option
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lock)
 	}()
 
-	var existed bool
-	if err := conn.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL",
-		pgx.Identifier{schema, "outbox_event"}.Sanitize()).Scan(&existed); err != nil {
-		return 0, 0, fmt.Errorf("looking for outbox_event: %w", err)
-	}
 	ident := pgx.Identifier{schema}.Sanitize()
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
 		return 0, 0, fmt.Errorf("creating schema %s: %w", schema, err)
@@ -282,7 +277,7 @@ func MigrateWith(ctx context.Context, conn *pgx.Conn, schema string, opts Option
 	}); err != nil {
 		return 0, 0, err
 	}
-	mode, err := setCommitOrder(ctx, conn, schema, opts.CommitOrder, !existed)
+	mode, err := setCommitOrder(ctx, conn, schema, opts.CommitOrder)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -413,7 +408,7 @@ func LockHolders(ctx context.Context, conn *pgx.Conn, schema string) string {
 
 // templateData is what the SQL files' templates see.
 func templateData(schema string) map[string]any {
-	return pgsql.Data(schema, map[string]any{"channel": quoteLiteral(wire.Channel(schema))}, orderTemplateData(schema))
+	return pgsql.Data(schema, orderTemplateData(schema))
 }
 
 // FunctionNames lists the function files' names (without .sql), in the order

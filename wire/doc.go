@@ -13,9 +13,7 @@
 //     and Topic the relay's --topic-template (DefaultTopicTemplate), so a
 //     producer's per-event topic is refused when it is written rather than
 //     dead-lettered later.
-//   - Schemas: DefaultSchema, the names ValidateSchema allows, and Channel, the
-//     LISTEN/NOTIFY channel that migrations' insert trigger notifies and the
-//     relay listens on.
+//   - Schemas: DefaultSchema and the names ValidateSchema allows.
 //   - Event states: State and the SQL condition of each (ReadySQL, FailedSQL, …;
 //     see the table below), shared by the relay's queries, inspect's lists and
 //     actions, the console and status. What is built on them (an aggregate's
@@ -35,8 +33,8 @@
 // It imports nothing but the standard library (a test enforces it), so the
 // public packages outbox and inbox, which applications link, and the relay stay
 // free of the migration library and its template dependencies (the relay used
-// to import package migrations for DefaultSchema, ValidateSchema and Channel
-// alone; a test keeps all three off it).
+// to import package migrations for DefaultSchema and ValidateSchema alone; a
+// test keeps it off it).
 //
 // # Event states
 //

@@ -18,7 +18,4 @@ func TestValidateSchema(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if got := wire.Channel("billing"); got != "outboxtop_billing" {
-		t.Errorf("Channel = %q", got)
-	}
 }
