@@ -138,8 +138,10 @@
 // writers serialize on the aggregate (the seed's UPDATE of the order row before
 // its INSERT does). Where two events of an aggregate came from overlapping
 // transactions and both were committed before a claim met them, which committed
-// first is not recorded anywhere: after each ordered claim, sql/order_check.sql
-// marks the later one unserialized (order unknown) from the inserting
+// first is not recorded anywhere: beside each ordered batch's publish,
+// sql/order_check.sql (consecutive events of the batch, and the last one's
+// successor, read forwards, so a held xmin horizon costs it nothing) marks the
+// later one unserialized (order unknown) from the inserting
 // transaction and snapshot every row records (writer_xid, writer_snapshot),
 // and the console and status count those aggregates. Writers that serialize on
 // the aggregate are never marked. With the table's commit order enforced

@@ -28,23 +28,29 @@ WITH claimed AS (
       AND pg_catalog.obj_description('{{.schema}}.outbox_event_order_seq'::pg_catalog.regclass, 'pg_class')
           IS DISTINCT FROM 'outboxtop commit order off'
 ), pairs AS (
-    -- each claimed event and the unpublished event just before it
-    SELECT c.aggregate_type, c.aggregate_id, c.seq AS later, p.writer_xid AS earlier_xid,
-           p.correction_of AS earlier_correction, c.writer_xid AS later_xid, c.writer_snapshot AS later_snapshot
-    FROM claimed AS c
-    CROSS JOIN LATERAL (
-        SELECT p.writer_xid, p.correction_of FROM {{.schema}}.outbox_event AS p
-        WHERE p.aggregate_type = c.aggregate_type AND p.aggregate_id = c.aggregate_id
-          AND p.seq < c.seq AND p.published_at IS NULL
-        ORDER BY p.seq DESC LIMIT 1) AS p
+    -- consecutive claimed events of one aggregate. An earlier unpublished
+    -- event that the claim could see and did not take would have held this
+    -- one back (ordered claims wait behind failed, scheduled and in-flight
+    -- events), so the event before a claimed one is in the batch or invisible;
+    -- nothing is read backwards, where a held xmin horizon keeps the dead
+    -- entries of every event of the aggregate published since.
+    SELECT x.aggregate_type, x.aggregate_id, x.seq AS later, x.prev_xid AS earlier_xid,
+           x.prev_correction AS earlier_correction, x.writer_xid AS later_xid, x.writer_snapshot AS later_snapshot
+    FROM (SELECT c.*, pg_catalog.lag(c.writer_xid) OVER w AS prev_xid,
+                 pg_catalog.lag(c.correction_of) OVER w AS prev_correction, pg_catalog.lag(c.seq) OVER w AS prev_seq
+          FROM claimed AS c
+          WINDOW w AS (PARTITION BY c.aggregate_type, c.aggregate_id ORDER BY c.seq)) AS x
+    WHERE x.prev_seq IS NOT NULL
     UNION ALL
-    -- and the unpublished event just after it
-    SELECT c.aggregate_type, c.aggregate_id, n.seq, c.writer_xid, c.correction_of, n.writer_xid, n.writer_snapshot
-    FROM claimed AS c
+    -- the last claimed event of each aggregate and the unpublished event just
+    -- after it (read forwards: nothing after it can have been published)
+    SELECT l.aggregate_type, l.aggregate_id, n.seq, l.writer_xid, l.correction_of, n.writer_xid, n.writer_snapshot
+    FROM (SELECT DISTINCT ON (c.aggregate_type, c.aggregate_id) c.*
+          FROM claimed AS c ORDER BY c.aggregate_type, c.aggregate_id, c.seq DESC) AS l
     CROSS JOIN LATERAL (
         SELECT n.seq, n.writer_xid, n.writer_snapshot FROM {{.schema}}.outbox_event AS n
-        WHERE n.aggregate_type = c.aggregate_type AND n.aggregate_id = c.aggregate_id
-          AND n.seq > c.seq AND n.published_at IS NULL
+        WHERE n.aggregate_type = l.aggregate_type AND n.aggregate_id = l.aggregate_id
+          AND n.seq > l.seq AND n.published_at IS NULL
         ORDER BY n.seq LIMIT 1) AS n
 ), unknown AS (
     SELECT e.event_id
