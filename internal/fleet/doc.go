@@ -32,9 +32,12 @@
 // The connection string comes from an environment variable (dsn_env) or a file
 // (dsn_file, relative to the fleet file), so the fleet file itself can be shared
 // and committed. An inline dsn is accepted only when it carries no password.
-// Parsing is strict: an unknown key, a duplicate name, an outbox without a
-// connection string, a schema that is not an identifier — each is refused with
-// one line naming the file and the outbox. Load resolves every connection
+// A file over 1 MiB, or nested more than 8 levels deep (brackets, braces and
+// the parts of a dotted key or table header; a fleet file needs 3), is refused
+// before it is decoded, naming the line: the decoder's work grows with the
+// square of the nesting. Parsing is strict: an unknown key, a duplicate name,
+// an outbox without a connection string, a schema that is not an identifier —
+// each is refused with one line naming the file and the outbox. Load resolves every connection
 // string at once, so a missing variable or file is found before anything runs.
 // An error never quotes a connection string.
 //

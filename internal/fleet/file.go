@@ -186,7 +186,8 @@ func Load(path string, getenv func(string) string) (*File, error) {
 }
 
 // Parse is Load of text already read (path names it in errors and anchors
-// dsn_file).
+// dsn_file). Like Load it refuses, before decoding, a text over 1 MiB or nested
+// more than 8 levels deep (checkShape).
 func Parse(path, text string, getenv func(string) string) (*File, error) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -199,6 +200,9 @@ func Parse(path, text string, getenv func(string) string) (*File, error) {
 }
 
 func parse(path, text string, getenv func(string) string) (*File, error) {
+	if err := checkShape(text); err != nil {
+		return nil, err
+	}
 	// First the keys, on a generic decode, so an unknown one is reported with the
 	// outbox it sits in (the typed decode's metadata does not say which).
 	var generic map[string]any
