@@ -37,8 +37,10 @@ type Config struct {
 	// Topics bounds the topics the relay writes to, whether a row names its topic
 	// or TopicTemplate makes it: patterns in which * stands for any run of
 	// characters. An event to any other topic fails at once. Empty: every topic
-	// but Kafka's internal ones (names starting with "__"), which only a pattern
-	// starting with "__" allows.
+	// but those Kafka and its ecosystem keep for themselves (names starting with
+	// "__", _schemas, names starting with "_confluent", connect-configs,
+	// connect-offsets, connect-status), which only a pattern that is itself such
+	// a name allows ("__audit.*", "_schemas"; never "*").
 	Topics          []string
 	MaxMessageBytes int
 	// PublishTimeout bounds how long a batch waits for Kafka's acknowledgements;

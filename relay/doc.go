@@ -56,9 +56,11 @@
 //     invisible characters ("Event_ID", "event_id "), which a loose consumer
 //     would take for the relay's.
 //   - An event to a topic outside Config.Topics (--topics; by default, one of
-//     Kafka's internal "__" topics) is failed at once with a last_error naming
-//     the topic and the flag: a producer's topic column cannot reach every topic
-//     the relay's credentials can.
+//     the topics Kafka and its ecosystem keep for themselves: "__" names,
+//     _schemas, "_confluent" names, Kafka Connect's connect-configs,
+//     connect-offsets and connect-status) is failed at once with a last_error
+//     naming the topic and the flag: a producer's topic column cannot reach
+//     every topic the relay's credentials can.
 //
 // What becomes of each event of a batch is decided by a pure function (plan and
 // decide in outcome.go, tested over every combination): every event with an error

@@ -11,14 +11,35 @@ import (
 // A row's topic column is written by the producing service, so without a bound
 // any service that can insert an event can write to any topic the relay's
 // credentials reach. Config.Topics is that bound. Without it the relay still
-// refuses Kafka's internal topics (names starting with "__": __consumer_offsets,
-// __transaction_state, …), which no event belongs in and which a write to can
-// break every consumer group. An event to a topic outside the bound fails at
-// once, as a record that can never be published: retrying would not change the
-// answer.
+// refuses the topics Kafka and its ecosystem keep for themselves
+// (internalTopics: __consumer_offsets and every "__" name, the schema
+// registry's _schemas, Confluent's _confluent…, Kafka Connect's default
+// connect-configs, connect-offsets and connect-status), which no event belongs
+// in and a write to which can break every consumer group, every schema or
+// every connector. An event to a topic outside the bound fails at once, as a
+// record that can never be published: retrying would not change the answer.
 
-// internalTopicPrefix starts the names Kafka and its tools keep for themselves.
-const internalTopicPrefix = "__"
+// internalTopics are the topics Kafka and the tools around it keep for
+// themselves, as patterns (* for any run of characters), each with whose they
+// are. Only a --topics pattern that is itself such a name opens one.
+var internalTopics = []struct{ pattern, whose string }{
+	{"__*", `Kafka (names starting with "__")`},
+	{"_schemas", "the schema registry (its storage topic)"},
+	{"_confluent*", `Confluent Platform (names starting with "_confluent")`},
+	{"connect-configs", "Kafka Connect (its default configuration topic)"},
+	{"connect-offsets", "Kafka Connect (its default offsets topic)"},
+	{"connect-status", "Kafka Connect (its default status topic)"},
+}
+
+// internalTopic says whose internal topic name is, or "" when it is none.
+func internalTopic(name string) string {
+	for _, t := range internalTopics {
+		if globMatch(t.pattern, name) {
+			return t.whose
+		}
+	}
+	return ""
+}
 
 // validateTopicPatterns checks the --topics patterns: a topic name in which *
 // stands for any run of characters.
@@ -35,19 +56,20 @@ func validateTopicPatterns(patterns []string) error {
 }
 
 // topicRefused says why an event may not go to topic, or "" when it may. With
-// no patterns every topic but the internal ones is allowed. With patterns, a
-// topic must match one; an internal topic only matches a pattern that itself
-// starts with "__", so "*" does not open them by accident.
+// no patterns every topic but the internal ones (internalTopics) is allowed.
+// With patterns, a topic must match one; an internal topic only matches a
+// pattern that is itself an internal name ("__audit.*", "_schemas"), so "*" or
+// "connect-*" does not open them by accident.
 func topicRefused(patterns []string, topic string) string {
-	internal := strings.HasPrefix(topic, internalTopicPrefix)
+	whose := internalTopic(topic)
 	if len(patterns) == 0 {
-		if internal {
-			return fmt.Sprintf("topic %q is refused: names starting with %q are Kafka's internal topics (allow it explicitly with --topics)", topic, internalTopicPrefix)
+		if whose != "" {
+			return fmt.Sprintf("topic %q is refused: it is internal to %s; to write to it, name it in --topics beside the relay's other topics", topic, whose)
 		}
 		return ""
 	}
 	for _, p := range patterns {
-		if internal && !strings.HasPrefix(p, internalTopicPrefix) {
+		if whose != "" && internalTopic(p) == "" {
 			continue
 		}
 		if globMatch(p, topic) {

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,10 +36,40 @@ func TestTopicRefused(t *testing.T) {
 		{[]string{"*"}, "anything", true},
 		{[]string{"*"}, "__consumer_offsets", false}, // an internal topic needs a pattern of its own
 		{[]string{"__audit.*"}, "__audit.log", true},
+		// The ecosystem's internal topics: refused by default, and opened only
+		// by a pattern that is itself such a name.
+		{nil, "_schemas", false},
+		{nil, "_confluent-metrics", false},
+		{nil, "_confluent-command", false},
+		{nil, "connect-configs", false},
+		{nil, "connect-offsets", false},
+		{nil, "connect-status", false},
+		{nil, "connect-status.x", true},
+		{nil, "my_schemas", true},
+		{nil, "_schemas2", true},
+		{[]string{"*"}, "_schemas", false},
+		{[]string{"_*"}, "_schemas", false},
+		{[]string{"connect-*"}, "connect-offsets", false},
+		{[]string{"connect-*"}, "connect-cluster-a", true},
+		{[]string{"_schemas"}, "_schemas", true},
+		{[]string{"_confluent*"}, "_confluent-metrics", true},
+		{[]string{"connect-offsets", "outbox.*"}, "connect-offsets", true},
+		{[]string{"connect-offsets", "outbox.*"}, "connect-status", false},
 	} {
 		why := topicRefused(c.patterns, c.topic)
 		if (why == "") != c.allowed {
 			t.Errorf("topicRefused(%q, %q) = %q, want allowed %v", c.patterns, c.topic, why, c.allowed)
+		}
+		if why != "" && (!strings.Contains(why, fmt.Sprintf("%q", c.topic)) || !strings.Contains(why, "--topics")) {
+			t.Errorf("topicRefused(%q, %q) = %q: does not name the topic and --topics", c.patterns, c.topic, why)
+		}
+	}
+	for topic, whose := range map[string]string{
+		"__consumer_offsets": `Kafka (names starting with "__")`, "_schemas": "the schema registry",
+		"_confluent-metrics": "Confluent Platform", "connect-configs": "Kafka Connect",
+	} {
+		if why := topicRefused(nil, topic); !strings.Contains(why, "internal to "+whose) {
+			t.Errorf("topicRefused(nil, %q) = %q: does not say it is internal to %s", topic, why, whose)
 		}
 	}
 	if err := (Config{Topics: []string{"ok.*", "bad name"}}).Validate(); err == nil || !strings.Contains(err.Error(), `Topics pattern "bad name"`) {
@@ -73,7 +104,8 @@ func TestReservedLookalike(t *testing.T) {
 
 // Near-duplicates of the reserved headers fail like exact ones, with a
 // last_error naming them; an event to a topic outside --topics (or, by default,
-// to one of Kafka's internal topics) fails at once, its last_error naming the
+// to one of the internal topics of Kafka or its ecosystem: __consumer_offsets,
+// the schema registry's _schemas) fails at once, its last_error naming the
 // topic and the flag; the rest is published.
 func TestLookalikeHeadersAndDisallowedTopicsFail(t *testing.T) {
 	t.Parallel()
@@ -87,6 +119,7 @@ func TestLookalikeHeadersAndDisallowedTopicsFail(t *testing.T) {
 		(gen_random_uuid(), 'order', 'space', 'Spoof', '{}', '{"event_id ": "000"}', NULL),
 		(gen_random_uuid(), 'order', 'zw', 'Spoof', '{}', '{"aggregate_id\u200b": "someone-else"}', NULL),
 		(gen_random_uuid(), 'order', 'internal', 'Evil', '{}', NULL, '__consumer_offsets'),
+		(gen_random_uuid(), 'order', 'registry', 'Evil', '{}', NULL, '_schemas'),
 		(gen_random_uuid(), 'order', 'elsewhere', 'Evil', '{}', NULL, $1)`, b.kafka.Prefix+"other"); err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +149,7 @@ func TestLookalikeHeadersAndDisallowedTopicsFail(t *testing.T) {
 		"space":     `header "event_id " is too like the reserved "event_id"`,
 		"zw":        `header "aggregate_id\u200b" is too like the reserved "aggregate_id"`,
 		"internal":  `topic "__consumer_offsets" is not allowed by --topics ` + b.kafka.Prefix + "outbox.*",
+		"registry":  `topic "_schemas" is not allowed by --topics ` + b.kafka.Prefix + "outbox.*",
 		"elsewhere": `topic "` + b.kafka.Prefix + `other" is not allowed by --topics ` + b.kafka.Prefix + "outbox.*",
 	} {
 		if got := lastError(agg); !strings.Contains(got, want) {
@@ -129,12 +163,17 @@ func TestLookalikeHeadersAndDisallowedTopicsFail(t *testing.T) {
 
 	// Without --topics, every topic but the internal ones.
 	if _, err := b.pool.Exec(ctx, `UPDATE outbox_event SET failed_at = NULL, attempts = 0, last_error = NULL
-		WHERE aggregate_id IN ('internal', 'elsewhere')`); err != nil {
+		WHERE aggregate_id IN ('internal', 'registry', 'elsewhere')`); err != nil {
 		t.Fatal(err)
 	}
 	drain(b.config())
-	if got, want := lastError("internal"), `topic "__consumer_offsets" is refused: names starting with "__" are Kafka's internal topics (allow it explicitly with --topics)`; got != want {
-		t.Errorf("internal: last_error %q, want %q", got, want)
+	for agg, want := range map[string]string{
+		"internal": `topic "__consumer_offsets" is refused: it is internal to Kafka (names starting with "__"); to write to it, name it in --topics beside the relay's other topics`,
+		"registry": `topic "_schemas" is refused: it is internal to the schema registry (its storage topic); to write to it, name it in --topics beside the relay's other topics`,
+	} {
+		if got := lastError(agg); got != want {
+			t.Errorf("%s: last_error %q, want %q", agg, got, want)
+		}
 	}
 	if recs := b.delivered(t, 1, b.kafka.Prefix+"other"); len(recs) != 1 || string(recs[0].Key) != "elsewhere" {
 		t.Errorf("the row naming another topic was not published there: %v", recs)

@@ -29,7 +29,7 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.cfg.MaxMessageBytes, "kafka-max-message-bytes", d.MaxMessageBytes, "largest record the relay produces; larger events are failed at once (keep ≤ the topic's max.message.bytes)")
 	fs.BoolVar(&f.kafka.AutoCreateTopics, "kafka-auto-create-topics", false, "ask the brokers to create missing topics (where they allow it)")
 	fs.StringVar(&f.cfg.TopicTemplate, "topic-template", d.TopicTemplate, "topic for rows without a topic; placeholders {aggregate_type}, {event_type}")
-	fs.StringVar(&f.topics, "topics", "", "topics the relay may write to, comma-separated, * for any run of characters (orders.*,billing); an event to another fails at once. Default: all but Kafka's internal __ topics")
+	fs.StringVar(&f.topics, "topics", "", "topics the relay may write to, comma-separated, * for any run of characters (orders.*,billing); an event to another fails at once. Default: all but the internal topics of Kafka (__*), the schema registry (_schemas), Confluent (_confluent*) and Kafka Connect (connect-configs, connect-offsets, connect-status), which only a pattern naming them allows")
 	fs.StringVar(&f.ordering, "ordering", string(d.Ordering), "aggregate: each aggregate's events in seq order; none: no order, more throughput")
 	fs.IntVar(&f.cfg.BatchSize, "batch-size", d.BatchSize, "events claimed per batch")
 	fs.IntVar(&f.cfg.InFlight, "in-flight", d.InFlight, "batches published at once")
