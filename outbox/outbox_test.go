@@ -240,6 +240,8 @@ func TestValidationWritesNothing(t *testing.T) {
 		"NUL in marshaled":      with(func(e *outbox.Event) { e.Payload = map[string]string{"x": "a\x00b"} }),
 		"illegal topic":         with(func(e *outbox.Event) { e.Topic = "orders/eu" }),
 		"reserved header":       with(func(e *outbox.Event) { e.Headers = map[string]string{"event_id": "x"} }),
+		"look-alike header":     with(func(e *outbox.Event) { e.Headers = map[string]string{"EVENT_İD": "x"} }),
+		"invisible in header":   with(func(e *outbox.Event) { e.Headers = map[string]string{"event_id\u034f": "x"} }),
 		"empty header key":      with(func(e *outbox.Event) { e.Headers = map[string]string{"": "x"} }),
 		"NUL in header value":   with(func(e *outbox.Event) { e.Headers = map[string]string{"k": "a\x00"} }),
 	}

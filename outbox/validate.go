@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/outboxtop/outboxtop/internal/ident"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -79,11 +80,15 @@ func checkTopic(t string) error {
 	return nil
 }
 
-// checkHeader refuses a header the relay reserves (wire.CheckHeader) and text
-// PostgreSQL cannot store.
+// checkHeader refuses a header the relay reserves (wire.CheckHeader) or one it
+// would fail as reading like such a header (ident.Lookalike: "Event_ID",
+// "ｅｖｅｎｔ_ｉｄ", "event_id\u034f"), and text PostgreSQL cannot store.
 func checkHeader(k, v string) error {
 	if err := wire.CheckHeader(k); err != nil {
 		return invalid("%v", err)
+	}
+	if h := ident.Lookalike(k, wire.ReservedHeaders()); h != "" {
+		return invalid("header %q is too like the reserved %q: the relay sets that on every record", k, h)
 	}
 	if err := checkText(k); err != nil {
 		return invalid("header key %q: %v", k, err)

@@ -52,9 +52,10 @@
 //     aggregate_type, aggregate_id, created_at) is failed with a last_error naming
 //     it; the outbox package refuses such rows when they are written
 //     (package wire holds the rule, with the header names). So is a row whose
-//     header differs from a reserved name only in case, surrounding whitespace or
-//     invisible characters ("Event_ID", "event_id "), which a loose consumer
-//     would take for the relay's.
+//     header reads as a reserved name, the same under internal/ident's Key
+//     (case, width, white space, invisible characters, a dotted or dotless i:
+//     "Event_ID", "event_id ", "ｅｖｅｎｔ_ｉｄ", "EVENT_İD"), which a loose
+//     consumer would take for the relay's; package outbox refuses those too.
 //   - An event to a topic outside Config.Topics (--topics; by default, one of
 //     the topics Kafka and its ecosystem keep for themselves: "__" names,
 //     _schemas, "_confluent" names, Kafka Connect's connect-configs,

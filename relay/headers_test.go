@@ -2,9 +2,13 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/outboxtop/outboxtop/wire"
 )
@@ -56,5 +60,33 @@ func TestRowHeadersAndReservedNames(t *testing.T) {
 	}
 	if got := rec.Headers[len(wire.ReservedHeaders())].Key; got != "n" {
 		t.Errorf("row headers come after the relay's, sorted: first is %q", got)
+	}
+}
+
+// TestLookalikeHeadersAreRefused: a row's header that reads as a reserved
+// one — another case or width, white space, an invisible code point, a dotted
+// or dotless i — makes the event poison, its error naming the reserved header,
+// as the exact name does; a consumer comparing names loosely would take it for
+// the relay's own. A name merely near one passes.
+func TestLookalikeHeadersAreRefused(t *testing.T) {
+	t.Parallel()
+	r := &Relay{cfg: Config{TopicTemplate: wire.DefaultTopicTemplate, MaxMessageBytes: 1 << 20}}
+	record := func(name string) error {
+		h, _ := json.Marshal(map[string]string{name: "x"})
+		_, err := r.record(&event{id: uuid.New(), aggregateType: "order", aggregateID: "1", eventType: "E", payload: []byte(`{}`), headers: h})
+		return err
+	}
+	for _, name := range []string{"Event_ID", "event_id ", "event\u200b_id", "event_id\u034f", "event_id\ufe0f",
+		"event_id\U000e0100", "event_id\u3164", "event_id\u2800", "event_id\u115f", "ｅｖｅｎｔ_ｉｄ", "event_ıd", "EVENT_İD",
+		"event_id\U0001d173", "event_i\u0307d"} {
+		err := record(name)
+		if !errors.As(err, new(permanentError)) || !strings.Contains(err.Error(), `is too like the reserved "event_id"`) {
+			t.Errorf("header %+q: %v, want the event refused as too like event_id", name, err)
+		}
+	}
+	for _, name := range []string{"event_ids", "x-event_id", "traceparent", "event_іd" /* Cyrillic і */} {
+		if err := record(name); err != nil {
+			t.Errorf("header %+q: %v", name, err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/outboxtop/outboxtop/internal/ident"
 	"github.com/outboxtop/outboxtop/wire"
 )
 
@@ -69,9 +70,10 @@ func (r *Relay) record(e *event) (*kgo.Record, error) {
 			if err := wire.CheckHeader(k); err != nil {
 				return nil, permanentError{"headers: " + err.Error()}
 			}
-			// A consumer that looks headers up without regard to case or stray
-			// characters would take such a header for the relay's own.
-			if h := reservedLookalike(k); h != "" {
+			// A consumer that looks headers up without regard to case, width or
+			// stray characters, or a person, would take such a header for the
+			// relay's own.
+			if h := ident.Lookalike(k, wire.ReservedHeaders()); h != "" {
 				return nil, permanentError{fmt.Sprintf("headers: header %q is too like the reserved %q: the relay sets that on every record", k, h)}
 			}
 			var v []byte

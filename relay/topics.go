@@ -3,7 +3,6 @@ package relay
 import (
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/outboxtop/outboxtop/wire"
 )
@@ -99,24 +98,4 @@ func globMatch(pattern, name string) bool {
 		name = name[i+len(part):]
 	}
 	return len(name) >= len(last) && strings.HasSuffix(name, last)
-}
-
-// reservedLookalike returns the reserved header name that name would pass for
-// in a consumer that compares names loosely — another case, surrounding
-// whitespace, an invisible or format character inside ("Event_ID", "event_id ",
-// "aggregate_id\u200b") — or "" when it is none. An exact reserved name is
-// wire.CheckHeader's to refuse.
-func reservedLookalike(name string) string {
-	folded := strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Cf, r) || unicode.IsSpace(r) {
-			return -1
-		}
-		return r
-	}, name)
-	for _, h := range wire.ReservedHeaders() {
-		if h != name && strings.EqualFold(folded, h) {
-			return h
-		}
-	}
-	return ""
 }

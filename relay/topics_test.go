@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/outboxtop/outboxtop/wire"
 )
 
 func TestTopicRefused(t *testing.T) {
@@ -77,28 +75,6 @@ func TestTopicRefused(t *testing.T) {
 	}
 	if err := (Config{Topics: []string{"ok.*", "x"}}).Validate(); err != nil {
 		t.Errorf("good patterns: %v", err)
-	}
-}
-
-func TestReservedLookalike(t *testing.T) {
-	t.Parallel()
-	for name, want := range map[string]string{
-		"Event_ID":             wire.HeaderEventID,
-		"EVENT_TYPE":           wire.HeaderEventType,
-		"event_id ":            wire.HeaderEventID,
-		" created_at\t":        wire.HeaderCreatedAt,
-		"aggregate_id\u200b":   wire.HeaderAggregateID,
-		"\ufeffaggregate_type": wire.HeaderAggregateType,
-		"event\u00ad_id":       wire.HeaderEventID,
-		"event\u2060_type":     wire.HeaderEventType,
-		"event_id":             "", // exact: CheckHeader refuses it
-		"traceparent":          "",
-		"event_ids":            "",
-		"x-event_id":           "",
-	} {
-		if got := reservedLookalike(name); got != want {
-			t.Errorf("reservedLookalike(%q) = %q, want %q", name, got, want)
-		}
 	}
 }
 
