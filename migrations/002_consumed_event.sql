@@ -9,15 +9,17 @@
 -- nothing is rewritten or scanned: the rows there read this migration's time,
 -- and the application's inserts that name only the two columns get now()),
 -- then the index. Who may see or write which rows stays as the application
--- set it: the comment on the index says the table was adopted, and 008 gives
+-- set it: the comment on consumed_at says the table was adopted, and 008 gives
 -- row-level security only to an inbox without that comment.
 DO $inbox$
-DECLARE
-    adopted boolean := to_regclass('{{.schema}}.consumed_event') IS NOT NULL;
 BEGIN
-    IF adopted THEN
+    IF to_regclass('{{.schema}}.consumed_event') IS NOT NULL THEN
         ALTER TABLE {{.schema}}.consumed_event
             ADD COLUMN IF NOT EXISTS consumed_at timestamptz NOT NULL DEFAULT now();
+        -- 008 reads the start of this text, whichever outboxtop runs it (an
+        -- outboxtop before this one put it on consumed_event_consumed_at_idx).
+        COMMENT ON COLUMN {{.schema}}.consumed_event.consumed_at IS
+            'outboxtop: adopted: consumed_event was there before outboxtop migrated this schema; who sees which rows is the application''s';
     ELSE
         CREATE TABLE {{.schema}}.consumed_event (
             consumer_name text NOT NULL,
@@ -26,12 +28,10 @@ BEGIN
             PRIMARY KEY (consumer_name, event_id)
         );
     END IF;
-    CREATE INDEX IF NOT EXISTS consumed_event_consumed_at_idx
-        ON {{.schema}}.consumed_event (consumer_name, consumed_at);
-    IF adopted THEN
-        -- 008 reads the start of this text, whichever outboxtop runs it.
-        COMMENT ON INDEX {{.schema}}.consumed_event_consumed_at_idx IS
-            'outboxtop: adopted: consumed_event was there before outboxtop migrated this schema; who sees which rows is the application''s';
-    END IF;
 END
 $inbox$;
+
+-- On an adopted inbox, migrate builds it after this step, concurrently: the
+-- consumers' inserts go on meanwhile.
+CREATE INDEX IF NOT EXISTS consumed_event_consumed_at_idx
+    ON {{.schema}}.consumed_event (consumer_name, consumed_at);

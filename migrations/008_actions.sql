@@ -30,7 +30,8 @@ ALTER TABLE {{.schema}}.outbox_audit ALTER COLUMN db_user SET DEFAULT session_us
 -- migrating role, which the examples and the demo use) is not subject to it.
 --
 -- Only on an inbox outboxtop created. One the application had before (002
--- adopted it and said so in the comment on consumed_event_consumed_at_idx)
+-- adopted it and said so in the comment on consumed_at, or, before, on
+-- consumed_event_consumed_at_idx)
 -- keeps the row security the application gave it: its consumers may record
 -- names other than their roles' (role billing_svc, consumer billing), and a
 -- policy keyed on current_user would refuse their every insert and hide their
@@ -38,7 +39,10 @@ ALTER TABLE {{.schema}}.outbox_audit ALTER COLUMN db_user SET DEFAULT session_us
 -- statements (docs/schema.md).
 DO $inbox$
 BEGIN
-    IF coalesce(obj_description('{{.schema}}.consumed_event_consumed_at_idx'::regclass, 'pg_class'), '')
+    IF coalesce(col_description('{{.schema}}.consumed_event'::regclass,
+                    (SELECT attnum FROM pg_attribute WHERE attrelid = '{{.schema}}.consumed_event'::regclass
+                     AND attname = 'consumed_at')::integer), '') LIKE 'outboxtop: adopted:%'
+       OR coalesce(obj_description(to_regclass('{{.schema}}.consumed_event_consumed_at_idx'), 'pg_class'), '')
             LIKE 'outboxtop: adopted:%' THEN
         RETURN;
     END IF;

@@ -11,3 +11,9 @@ func TemplateData(schema string) map[string]any {
 	d["channel"] = quoteLiteral("outboxtop_" + schema)
 	return d
 }
+
+// WithAdoptBatch is opts numbering an adopted table's rows n per step.
+func WithAdoptBatch(opts Options, n int64) Options {
+	opts.adoptBatch = n
+	return opts
+}

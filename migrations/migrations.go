@@ -53,6 +53,14 @@
 // whole and tried again after a pause, for up to Options.LockWait. A step thus
 // either completes or changes nothing, and the application's writers never
 // queue behind a waiting step for longer than that timeout.
+//
+// No step holds a table of the application's against its writers while it
+// reads or rewrites every row. On a seed outbox_event adopted with rows, seq
+// is added and the rows present numbered in short steps before the numbered
+// files (numberAdopted, adoptseq.go); the indexes the files create on a table
+// that was there before migrate began are built after their file's step,
+// CREATE INDEX CONCURRENTLY (deferIndexes, online.go). Both are resumed or
+// repaired by the next migrate when one is interrupted.
 package migrations
 
 import (
@@ -165,6 +173,8 @@ type Options struct {
 	// OnLockRetry, when not nil, is told each time a step gave up on a lock,
 	// was rolled back and will be tried again.
 	OnLockRetry func(LockRetry)
+	// adoptBatch: rows numbered per step (numberAdopted); 0: adoptBatch.
+	adoptBatch int64
 	// OnWait, when not nil, is told once, after a second of waiting, who holds
 	// the lock (see LockHolder).
 	OnWait func(holder string)
@@ -238,6 +248,9 @@ func MigrateWith(ctx context.Context, conn *pgx.Conn, schema string, opts Option
 	if err := checkColumns(ctx, conn, schema); err != nil {
 		return from, from, err
 	}
+	if err := numberAdopted(ctx, conn, schema, opts); err != nil {
+		return from, from, err
+	}
 	m, err := migrate.NewMigrator(ctx, conn, pgx.Identifier{schema, VersionTable}.Sanitize())
 	if err != nil {
 		return 0, 0, fmt.Errorf("preparing migrations: %w", err)
@@ -252,20 +265,7 @@ func MigrateWith(ctx context.Context, conn *pgx.Conn, schema string, opts Option
 	if onStart != nil {
 		m.OnStart = func(seq int32, name, _, _ string) { onStart(seq, name) }
 	}
-	// tern runs each file in a transaction of its own, with the version's
-	// update, and resumes from the version: a retry starts at the step that
-	// gave up.
-	if err := retryLocked(ctx, conn, schema, opts, func() (string, error) {
-		err := m.Migrate(ctx)
-		var pgErr migrate.MigrationPgError
-		if errors.As(err, &pgErr) {
-			return pgErr.MigrationName, fmt.Errorf("migration %s: %w", pgErr.MigrationName, pgErr.PgError)
-		}
-		if err != nil {
-			return "", fmt.Errorf("migrating: %w", err)
-		}
-		return "", nil
-	}); err != nil {
+	if err := applyNumbered(ctx, m, conn, schema, from, opts); err != nil {
 		return 0, 0, err
 	}
 	to, err = m.GetCurrentVersion(ctx)
@@ -273,9 +273,15 @@ func MigrateWith(ctx context.Context, conn *pgx.Conn, schema string, opts Option
 		return 0, 0, fmt.Errorf("reading schema version: %w", err)
 	}
 	if err := retryLocked(ctx, conn, schema, opts, func() (string, error) {
+		if onStart != nil {
+			onStart(to, "functions")
+		}
 		return applyFunctions(ctx, conn, m.Data)
 	}); err != nil {
 		return 0, 0, err
+	}
+	if onStart != nil {
+		onStart(to, "commit order")
 	}
 	mode, err := setCommitOrder(ctx, conn, schema, opts.CommitOrder)
 	if err != nil {
@@ -285,6 +291,45 @@ func MigrateWith(ctx context.Context, conn *pgx.Conn, schema string, opts Option
 		opts.OnOrder(mode)
 	}
 	return from, to, nil
+}
+
+// applyNumbered brings the schema from version from to the last numbered
+// file: first it builds again what an interrupted migrate left unbuilt
+// (repairIndexes), then it runs each file in a transaction of its own (tern's,
+// with the version's update), and after each builds the indexes it took out
+// of it (deferIndexes: those on tables that were there before this migrate).
+// A step that gives up on a lock is tried again (retryLocked); tern resumes
+// from the version.
+func applyNumbered(ctx context.Context, m *migrate.Migrator, conn *pgx.Conn, schema string, from int32, opts Options) error {
+	if err := repairIndexes(ctx, m, conn, schema, from, opts); err != nil {
+		return err
+	}
+	existed, err := tablesIn(ctx, conn, schema)
+	if err != nil {
+		return err
+	}
+	for _, mig := range m.Migrations[from:] {
+		later := deferIndexes(mig, existed)
+		if err := retryLocked(ctx, conn, schema, opts, func() (string, error) {
+			err := m.MigrateTo(ctx, mig.Sequence)
+			var pgErr migrate.MigrationPgError
+			if errors.As(err, &pgErr) {
+				return pgErr.MigrationName, fmt.Errorf("migration %s: %w", pgErr.MigrationName, pgErr.PgError)
+			}
+			if err != nil {
+				return mig.Name, fmt.Errorf("migrating: %w", err)
+			}
+			return "", nil
+		}); err != nil {
+			return err
+		}
+		for _, ix := range later {
+			if err := buildConcurrently(ctx, conn, schema, ix, opts.LockWait, opts.onIndex(mig)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // pinPath starts each numbered migration (the functions' transaction sets the
@@ -438,6 +483,22 @@ func applyFunctions(ctx context.Context, conn *pgx.Conn, data map[string]any) (s
 	if err != nil {
 		return "", err
 	}
+	bodies := make([]string, len(names))
+	for i, name := range names {
+		if bodies[i], err = functionSQL(name, data); err != nil {
+			return "", err
+		}
+	}
+	// The files that create a trigger go last: CREATE TRIGGER (and DROP
+	// TRIGGER) holds its table against the application's writes until the
+	// transaction commits, which should then be at once.
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return !strings.Contains(bodies[order[a]], "CREATE TRIGGER") && strings.Contains(bodies[order[b]], "CREATE TRIGGER")
+	})
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return "", fmt.Errorf("applying functions: %w", err)
@@ -446,13 +507,9 @@ func applyFunctions(ctx context.Context, conn *pgx.Conn, data map[string]any) (s
 	if _, err := tx.Exec(ctx, "SET LOCAL search_path = pg_catalog, pg_temp;\n"+setLockTimeout); err != nil {
 		return "", fmt.Errorf("applying functions: %w", err)
 	}
-	for _, name := range names {
-		sql, err := functionSQL(name, data)
-		if err != nil {
-			return "", err
-		}
-		if _, err := tx.Exec(ctx, sql); err != nil {
-			file := "functions/" + name + ".sql"
+	for _, i := range order {
+		if _, err := tx.Exec(ctx, bodies[i]); err != nil {
+			file := "functions/" + names[i] + ".sql"
 			return file, fmt.Errorf("%s: %w", file, err)
 		}
 	}
