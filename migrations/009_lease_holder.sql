@@ -1,19 +1,8 @@
 -- Which relay holds a lease, and the indexes the aggregate timeline and the audit
 -- log's event filter lacked.
 --
--- Upgrading a large existing outbox: CREATE INDEX below blocks writes to its table
--- while it builds (minutes on tens of millions of rows; the relay's marks and the
--- application's inserts wait). To avoid that, build the three indexes beforehand,
--- outside a transaction, with exactly these names and definitions:
---
---   CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_event_archive_aggregate_idx
---       ON <schema>.outbox_event_archive (aggregate_type, aggregate_id, seq);
---   CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_audit_event_ids_idx
---       ON <schema>.outbox_audit USING gin (event_ids);
---
--- then run `outboxtop migrate`: IF NOT EXISTS makes these statements no-ops. A
--- CONCURRENTLY build that failed leaves an INVALID index under its name, which IF
--- NOT EXISTS would keep: drop it (DROP INDEX CONCURRENTLY) and build it again.
+-- On an existing outbox migrate builds the indexes below concurrently, after
+-- this step's transaction (online.go): writers go on meanwhile.
 -- Adding the nullable column rewrites nothing.
 
 -- lease_holder: the relay that made the latest claim of the row, as "host:pid"

@@ -12,18 +12,8 @@
 --
 -- In place: the column is added without a default (no rewrite), then given one
 -- for new rows; existing rows keep NULL, which only the first claim of each
--- relay reads, from the start of the index. The index build blocks writes to
--- outbox_event while it runs (minutes on tens of millions of rows). To avoid
--- that, add the column and build the index beforehand, outside a transaction:
---
---   ALTER TABLE <schema>.outbox_event ADD COLUMN IF NOT EXISTS ready_xid xid8;
---   CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_ready_xid_idx
---       ON <schema>.outbox_event (ready_xid)
---       WHERE ready_xid IS NOT NULL AND published_at IS NULL AND failed_at IS NULL AND NOT blocked;
---
--- then run `outboxtop migrate`. A CONCURRENTLY build that failed leaves an
--- INVALID index under its name, which IF NOT EXISTS would keep: drop it (DROP
--- INDEX CONCURRENTLY) and build it again.
+-- relay reads, from the start of the index. On an existing outbox migrate builds
+-- the index concurrently, after this step's transaction (online.go).
 ALTER TABLE {{.schema}}.outbox_event ADD COLUMN IF NOT EXISTS ready_xid xid8;
 ALTER TABLE {{.schema}}.outbox_event ALTER COLUMN ready_xid SET DEFAULT pg_catalog.pg_current_xact_id();
 

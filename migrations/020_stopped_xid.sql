@@ -12,17 +12,8 @@
 -- read can choose it; failing or blocking a row is already an update that is
 -- not HOT, and the claim's and the mark's stay HOT.
 --
--- In place, no rewrite; the index build blocks writes to outbox_event while it
--- runs (it reads the whole table). To avoid that, build it beforehand, outside
--- a transaction, then run `outboxtop migrate`:
---
---   CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_stopped_xid_idx
---       ON <schema>.outbox_event (ready_xid)
---       WHERE ready_xid IS NOT NULL AND published_at IS NULL AND (failed_at IS NOT NULL OR blocked);
---
--- A CONCURRENTLY build that failed leaves an INVALID index under its name,
--- which IF NOT EXISTS would keep: drop it (DROP INDEX CONCURRENTLY) and build
--- it again.
+-- In place, no rewrite; on an existing outbox migrate builds the index
+-- concurrently, after this step's transaction (online.go).
 CREATE INDEX IF NOT EXISTS outbox_stopped_xid_idx
     ON {{.schema}}.outbox_event (ready_xid)
     WHERE ready_xid IS NOT NULL AND published_at IS NULL AND (failed_at IS NOT NULL OR blocked);

@@ -13,13 +13,8 @@
 -- another open transaction had inserted an event of the same aggregate (or held
 -- the order lock of the whole table): that aggregate's writers did not
 -- serialize, so its seq order may not be its commit order. Never updated; NULL
--- otherwise. Adding it rewrites nothing. The index build reads the whole table
--- and blocks writes while it runs; to avoid that, build it beforehand, outside
--- a transaction, then run `outboxtop migrate`:
---
---   ALTER TABLE <schema>.outbox_event ADD COLUMN IF NOT EXISTS unserialized boolean;
---   CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_unserialized_idx
---       ON <schema>.outbox_event (aggregate_type, aggregate_id, seq) WHERE unserialized;
+-- otherwise. Adding it rewrites nothing; on an existing outbox migrate builds
+-- the index concurrently, after this step's transaction (online.go).
 CREATE SEQUENCE IF NOT EXISTS {{.schema}}.outbox_event_order_seq AS bigint
     OWNED BY {{.schema}}.outbox_event.seq;
 ALTER TABLE {{.schema}}.outbox_event ADD COLUMN IF NOT EXISTS unserialized boolean;

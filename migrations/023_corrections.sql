@@ -5,16 +5,8 @@
 -- where the correction's correction_of finds it and it finds the correction.
 -- The indexes are partial: rows that are not corrections add nothing to them,
 -- and neither column is written by the claim or the mark. Adding the columns
--- rewrites nothing; each index build reads its whole table and blocks writes
--- to it while it runs. To avoid that, build them beforehand, outside a
--- transaction, then run `outboxtop migrate`:
---
---   ALTER TABLE <schema>.outbox_event ADD COLUMN IF NOT EXISTS correction_of uuid;
---   ALTER TABLE <schema>.outbox_event_archive ADD COLUMN IF NOT EXISTS correction_of uuid;
---   CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_correction_of_idx
---       ON <schema>.outbox_event (correction_of) WHERE correction_of IS NOT NULL;
---   CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_event_archive_correction_of_idx
---       ON <schema>.outbox_event_archive (correction_of) WHERE correction_of IS NOT NULL;
+-- rewrites nothing; on existing tables migrate builds the indexes
+-- concurrently, after this step's transaction (online.go).
 ALTER TABLE {{.schema}}.outbox_event ADD COLUMN IF NOT EXISTS correction_of uuid;
 ALTER TABLE {{.schema}}.outbox_event_archive ADD COLUMN IF NOT EXISTS correction_of uuid;
 
