@@ -129,3 +129,28 @@ func TestLookalike(t *testing.T) {
 		}
 	}
 }
+
+// TestBlankRanges: the ranges handed to the database hold exactly the Blank
+// code points, and Invisible is its definition's classes.
+func TestBlankRanges(t *testing.T) {
+	t.Parallel()
+	ranges := BlankRanges()
+	k := 0
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		for k < len(ranges) && ranges[k][1] < r {
+			k++
+		}
+		inRanges := k < len(ranges) && ranges[k][0] <= r
+		if inRanges != Blank(r) {
+			t.Fatalf("%U: in the ranges %v, Blank %v", r, inRanges, Blank(r))
+		}
+		want := r == '\u2800' || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) &&
+			!unicode.Is(unicode.Prepended_Concatenation_Mark, r)
+		if Invisible(r) != want || Blank(r) != (want || unicode.Is(unicode.White_Space, r)) {
+			t.Fatalf("%U: Invisible %v, Blank %v", r, Invisible(r), Blank(r))
+		}
+	}
+	if len(ranges) > 100 {
+		t.Errorf("%d ranges", len(ranges))
+	}
+}

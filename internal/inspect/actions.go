@@ -117,6 +117,9 @@ func (r Request) validate() error {
 	if r.Action.Sources() == nil {
 		return invalidf("unknown action %q", r.Action)
 	}
+	if err := checkActor(r.Actor); err != nil {
+		return err
+	}
 	if err := r.Filter.Validate(); err != nil {
 		return invalidRequest{err}
 	}
@@ -458,6 +461,9 @@ func (r Request) auditFilterWith(run *runMark) ([]byte, error) {
 func (i *Inspector) AuditRelay(ctx context.Context, actor string, paused bool) (int64, error) {
 	if i.readOnly {
 		return 0, ErrReadOnly
+	}
+	if err := checkActor(actor); err != nil {
+		return 0, err
 	}
 	if actor == "" {
 		actor = DefaultActor(nil)

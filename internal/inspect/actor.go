@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/user"
 	"strings"
+
+	"github.com/outboxtop/outboxtop/internal/ident"
 )
 
 // DefaultActor names the person acting when no actor is given: the OS user, plus the
@@ -27,4 +29,16 @@ func DefaultActor(getenv func(string) string) string {
 		name += " via ssh from " + f[0]
 	}
 	return name
+}
+
+// checkActor refuses an actor that names no one: not empty (DefaultActor
+// stands in for that) and yet nothing once internal/ident's Key has taken out
+// white space, controls and the code points that show nothing. Such an actor
+// prints blank in the audit log; the database's audit function refuses the
+// same ones.
+func checkActor(actor string) error {
+	if actor != "" && ident.Key(actor) == "" {
+		return invalidf("actor %+q shows nothing (only white space, control or invisible characters): name who acts", actor)
+	}
+	return nil
 }

@@ -70,7 +70,7 @@ func (c Correction) validate() error {
 	if strings.TrimSpace(c.Reason) == "" {
 		return fmt.Errorf("correct: %w", ErrReasonRequired)
 	}
-	return nil
+	return checkActor(c.Actor)
 }
 
 // PreviewCorrection is what c would change, path by path, without changing

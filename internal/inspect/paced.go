@@ -346,6 +346,9 @@ func (i *Inspector) ResumeRun(ctx context.Context, id string, o ResumeOptions) (
 	if err != nil {
 		return nil, err
 	}
+	if err := checkActor(o.Actor); err != nil {
+		return nil, err
+	}
 	r := &Run{in: i, id: id, start: start, resumed: true}
 	// The lock first: a session still doing the run would move its cursor
 	// after it was read.

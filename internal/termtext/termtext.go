@@ -13,14 +13,17 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/outboxtop/outboxtop/internal/ident"
 )
 
 // Sanitize makes untrusted text (payloads, errors, ids, names from the database)
 // safe to put on a terminal, as one line, without hiding anything: every control
 // character is made visible rather than removed — C0 and DEL in caret notation
 // (^[ for ESC, so an escape sequence reads "^[[31m"; ^M for \r, ^H for \b, ^J for
-// \n, ^? for DEL), C1, bidirectional controls, zero-width characters, the line and
-// paragraph separators and the tag characters as <U+XXXX>.
+// \n, ^? for DEL), the line and paragraph separators and every invisible code
+// point (unsafeRune: C1, bidirectional controls, zero-width characters, tags,
+// variation selectors, Hangul fillers, …) as <U+XXXX>.
 // Invalid UTF-8 becomes U+FFFD. What is shown differs from what is stored only in
 // these visible ways, so the shown text can be searched for. The console calls it
 // once, where event-derived text enters the view model.
@@ -50,7 +53,7 @@ func sanitize(s string, multiline bool) string {
 			b.WriteByte(byte(r) + '@')
 		case r == 0x7f:
 			b.WriteString("^?")
-		case r >= 0x80 && r <= 0x9f, isBidiControl(r), isInvisible(r), isSeparatorOrTag(r):
+		case unsafeRune(r):
 			fmt.Fprintf(&b, "<U+%04X>", r)
 		default:
 			b.WriteString(s[i : i+size])
@@ -79,32 +82,16 @@ func isPlain(s string) bool {
 	return true
 }
 
-// isBidiControl: characters that reorder the text around them on screen, so an
-// error message could display something other than what it says.
-func isBidiControl(r rune) bool {
-	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
-}
-
-// isInvisible: characters that take no room on screen, so two different strings
-// would look the same: zero-width space, (non-)joiners, word joiner, the BOM, the
-// soft hyphen and the invisible operators.
-func isInvisible(r rune) bool {
-	return r == 0x200b || r == 0x200c || r == 0x200d || r == 0x2060 || r == 0xfeff || r == 0x00ad ||
-		(r >= 0x2061 && r <= 0x2064) || r == 0x180e
-}
-
-// isSeparatorOrTag: U+2028 and U+2029 end a line in some terminals and most
-// editors, so one "line" of output could show as two; the tag characters
-// (U+E0000–U+E007F) are invisible and can spell hidden text into a string.
-func isSeparatorOrTag(r rune) bool {
-	return r == 0x2028 || r == 0x2029 || (r >= 0xe0000 && r <= 0xe007f)
-}
-
 // unsafeRune reports whether r is one of the characters Sanitize makes visible
-// and SanitizeJSON escapes: C0, DEL, C1, bidirectional controls, invisible
-// characters, line and paragraph separators and tag characters.
+// and SanitizeJSON escapes: C0 and DEL, and every code point that shows
+// nothing of its own (ident.Invisible: C1, bidirectional controls that reorder
+// the text around them, zero-width characters, the BOM, the soft hyphen, tags,
+// variation selectors, the Hangul fillers, the braille blank, the musical and
+// shorthand format controls), so two different strings never look the same
+// and an error message never displays something other than what it says; and
+// the line and paragraph separators, which end a line in some terminals.
 func unsafeRune(r rune) bool {
-	return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) || isInvisible(r) || isSeparatorOrTag(r)
+	return r < 0x20 || r == 0x7f || ident.Invisible(r) || r == 0x2028 || r == 0x2029
 }
 
 // MarshalJSON is how every --json output is written: v as indented JSON, one
