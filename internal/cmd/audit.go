@@ -64,9 +64,34 @@ func runAudit(ctx context.Context, args []string, io IO) error {
 		}
 		fmt.Fprintf(io.Out, "#%-6d  %-24s  %8s  %-11s  %-24s  %5d  %s\n", r.ID, r.At.UTC().Format("2006-01-02 15:04:05.000Z"),
 			now.Sub(r.At).Round(time.Second), termtext.Sanitize(r.Action), short(termtext.Sanitize(r.Actor), 24), r.Rows, what)
+		for _, line := range auditDetail(r) {
+			fmt.Fprintf(io.Out, "         %s\n", line)
+		}
 	}
 	if len(recs) == f.Limit {
 		fmt.Fprintf(io.Out, "next: --before %d\n", recs[len(recs)-1].ID)
 	}
 	return nil
+}
+
+// auditDiffShown bounds the changes the text log lists under one row.
+const auditDiffShown = 5
+
+// auditDetail is what the text log says under a row: each change the action
+// function computed (a correction's diff), then the filter its caller passed,
+// labelled as given — any JSON a caller liked, perhaps shaped like a diff — so
+// that the one is never read for the other.
+func auditDetail(r inspect.AuditRecord) []string {
+	var lines []string
+	for k, c := range r.Diff {
+		if k == auditDiffShown {
+			lines = append(lines, fmt.Sprintf("diff (computed by the database): %d more changes (audit --json lists them)", len(r.Diff)-k))
+			break
+		}
+		lines = append(lines, "diff (computed by the database): "+termtext.Sanitize(c.String()))
+	}
+	if f := strings.TrimSpace(string(r.CallerFilter)); f != "" && f != "{}" && f != "null" {
+		lines = append(lines, "filter (as given): "+short(termtext.Sanitize(f), 200))
+	}
+	return lines
 }

@@ -33,10 +33,16 @@ type AuditFilter struct {
 // AuditLimit bounds one AuditLog page.
 const AuditLimit = 1000
 
-// AuditRecord is one outbox_audit row as the audit log shows it.
+// AuditRecord is one outbox_audit row as the audit log shows it. What the
+// database computed — the rows and the ids the action changed, a correction's
+// Diff — is kept apart from CallerFilter, which only says what the caller
+// asked for: a caller of the action functions may pass any JSON there, shaped
+// like a diff or not, and it is stored as given.
 type AuditRecord struct {
 	AuditEntry
-	Filter json.RawMessage `json:"filter"`
+	// CallerFilter is the filter the action function was called with, as given
+	// (the row's filter column): the caller's word, not checked by the database.
+	CallerFilter json.RawMessage `json:"caller_filter"`
 	// EventIDs are the ids the action touched (the audit row keeps at most 1,000).
 	EventIDs []string `json:"event_ids"`
 }
@@ -77,7 +83,7 @@ func (i *Inspector) AuditLog(ctx context.Context, f AuditFilter) ([]AuditRecord,
 	}
 	recs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditRecord, error) {
 		var a AuditRecord
-		err := r.Scan(&a.ID, &a.At, &a.Actor, &a.Action, &a.Rows, &a.Reason, &a.DBUser, &a.Filter, &a.EventIDs)
+		err := r.Scan(&a.ID, &a.At, &a.Actor, &a.Action, &a.Rows, &a.Reason, &a.DBUser, &a.Diff, &a.CallerFilter, &a.EventIDs)
 		return a, err
 	})
 	if err != nil {

@@ -116,7 +116,8 @@ type AuditEntry struct {
 	Rows   int       `json:"rows"`
 	Reason string    `json:"reason,omitempty"`
 	DBUser string    `json:"db_user,omitempty"`
-	// Diff is what the action changed in the event's payload (a correction).
+	// Diff is what the action changed in the event's payload (a correction),
+	// as the action function computed it from the stored and the new payload.
 	Diff []Change `json:"diff,omitempty"`
 }
 
