@@ -21,6 +21,9 @@ const (
 	OrderNone Ordering = "none"
 )
 
+// defaultBatchBytes is BatchBytes's default, when MaxMessageBytes is smaller.
+const defaultBatchBytes = 16 << 20
+
 // Config tunes a relay. Zero fields take the defaults in DefaultConfig.
 type Config struct {
 	Schema        string
@@ -43,6 +46,16 @@ type Config struct {
 	// a name allows ("__audit.*", "_schemas"; never "*").
 	Topics          []string
 	MaxMessageBytes int
+	// BatchBytes bounds the payload bytes one claim loads into the relay (the
+	// JSON text of each payload, as published). The claim returns payloads in
+	// seq order while their sum stays within it, the first always; the
+	// events past it are released at once, their attempt refunded, and
+	// claimed again (in ordered mode with the events after them in their
+	// aggregate). A payload larger than MaxMessageBytes is never loaded: its
+	// event fails as too large. Default: 16 MiB, or MaxMessageBytes if larger.
+	// A relay holds at most InFlight batches, so about InFlight × BatchBytes of
+	// payloads.
+	BatchBytes int
 	// PublishTimeout bounds how long a batch waits for Kafka's acknowledgements;
 	// records still unacknowledged then count as failed (and, if the brokers do not
 	// answer, as an outage).
@@ -167,6 +180,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if c.BatchBytes == 0 {
+		c.BatchBytes = max(defaultBatchBytes, c.MaxMessageBytes)
 	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = d.PublishTimeout

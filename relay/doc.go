@@ -21,12 +21,17 @@
 //     fence is counted and logged, not an error.
 //
 // Up to InFlight batches are published at once, so claiming overlaps publishing;
-// memory is bounded by BatchSize × InFlight events. Batches that outlive half their
-// lease get it renewed.
+// memory is bounded by BatchSize × InFlight events, and their payloads by
+// BatchBytes × InFlight bytes: a claim loads payloads in seq order while they
+// sum to BatchBytes (the first always) and none larger than MaxMessageBytes;
+// the events it leaves out are released at once, their attempt refunded (in
+// ordered mode with the later events of their aggregate), and claimed again.
+// Batches that outlive half their lease get it renewed.
 //
 // # Failures
 //
-//   - An event that cannot succeed — larger than MaxMessageBytes, a topic name Kafka
+//   - An event that cannot succeed — larger than MaxMessageBytes (a payload that
+//     alone is larger is never loaded), a topic name Kafka
 //     rejects, an authorization failure — is failed at once: failed_at and
 //     last_error are set and it stays until an operator retries or parks it.
 //   - Any other per-event error clears the lease and schedules the event again at

@@ -75,7 +75,7 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 		// pointer through reflection, for every event.
 		if !ordered {
 			err = rows.Scan((*[16]byte)(&e.id), &e.seq, &e.aggregateType, &e.aggregateID, &e.eventType,
-				&e.payload, &e.createdAt, &e.attempts, &e.topic, &e.headers)
+				&e.payload, &e.payloadBytes, &e.createdAt, &e.attempts, &e.topic, &e.headers)
 			events = append(events, e)
 		} else {
 			var summary bool
@@ -85,12 +85,13 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 			var createdAt pgtype.Timestamptz
 			var attempts pgtype.Int4
 			var hasWaiters pgtype.Bool
+			var payloadBytes pgtype.Int8
 			err = rows.Scan(&summary, &id, &seq, &typ, &agg, &evType,
-				&e.payload, &createdAt, &attempts, &e.topic, &e.headers, &hasWaiters, &blocked,
+				&e.payload, &payloadBytes, &createdAt, &attempts, &e.topic, &e.headers, &hasWaiters, &blocked,
 				&unlocked, &unlockedTypes, &unlockedIDs, &headTypes, &headIDs, &headSeqs)
 			if err == nil && !summary {
 				e.id, e.seq, e.aggregateType, e.aggregateID, e.eventType = id.Bytes, seq.Int64, typ.String, agg.String, evType.String
-				e.createdAt, e.attempts = createdAt.Time, int(attempts.Int32)
+				e.createdAt, e.attempts, e.payloadBytes = createdAt.Time, int(attempts.Int32), payloadBytes.Int64
 				events = append(events, e)
 				if hasWaiters.Bool {
 					k := aggregateKey{typ.String, agg.String}
@@ -145,7 +146,8 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 func (r *Relay) claimArgs(token uuid.UUID, n int, now time.Time) pgx.StrictNamedArgs {
 	fromAt, fromSeq, xmax, xip := r.cursor.position()
 	args := pgx.StrictNamedArgs{"batch": n, "token": token, "lease_ms": r.cfg.Lease.Milliseconds(), "holder": r.cfg.Holder,
-		"from_at": fromAt, "from_seq": fromSeq, "xmax": xmax, "xip": xip}
+		"from_at": fromAt, "from_seq": fromSeq, "xmax": xmax, "xip": xip,
+		"max_payload": r.cfg.MaxMessageBytes, "batch_bytes": r.cfg.BatchBytes}
 	if r.cfg.Ordering == OrderAggregate {
 		args["skip_types"], args["skip_ids"] = r.heads.skipped(now)
 		args["hints"] = r.hints.arg()

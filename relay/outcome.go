@@ -119,12 +119,15 @@ type step uint8
 const (
 	stepSend step = iota
 	stepFail      // its record cannot be built: failed at once
-	stepHold      // held back behind an earlier event of its aggregate
+	stepHold      // held back behind an earlier event of its aggregate, or past the byte budget
 )
 
 // plan decides which events of a batch go to Kafka. topics[i] is the topic of
-// event i's record, or "" when its record cannot be built.
-func plan(events []*event, topics []string, ordered bool) []step {
+// event i's record, or "" when its record cannot be built; deferred[i] (nil:
+// none) says that the claim did not load event i's payload, which was past the
+// batch's byte budget: it is held back (released, its attempt refunded), and
+// in ordered mode so is every later event of its aggregate.
+func plan(events []*event, topics []string, deferred []bool, ordered bool) []step {
 	steps := make([]step, len(events))
 	type run struct {
 		topic string
@@ -132,8 +135,12 @@ func plan(events []*event, topics []string, ordered bool) []step {
 	}
 	runs := map[aggregateKey]*run{}
 	for i, e := range events {
+		held := deferred != nil && deferred[i]
 		if !ordered {
-			if topics[i] == "" {
+			switch {
+			case held:
+				steps[i] = stepHold
+			case topics[i] == "":
 				steps[i] = stepFail
 			}
 			continue
@@ -142,6 +149,9 @@ func plan(events []*event, topics []string, ordered bool) []step {
 		switch {
 		case r != nil && r.stop:
 			steps[i] = stepHold
+		case held:
+			steps[i] = stepHold
+			runs[e.key()] = &run{stop: true}
 		case topics[i] == "":
 			steps[i] = stepFail
 			runs[e.key()] = &run{stop: true}

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,42 +195,51 @@ func TestPlanAndDecideEveryCombination(t *testing.T) {
 					attempts[j] = 1
 				}
 				events := batchOf(aggs, attempts)
-				for _, ordered := range []bool{true, false} {
-					steps := plan(events, topics, ordered)
-					checkPlan(t, events, topics, steps, ordered)
-					// Every combination of Kafka results for the events sent.
-					var sent []int
-					for j, s := range steps {
-						if s == stepSend {
-							sent = append(sent, j)
-						}
+				// The claim's byte budget defers a suffix of the batch from
+				// its cut on (never the first event); those get no record.
+				for cut := 1; cut <= n; cut++ {
+					deferred := make([]bool, n)
+					tops := slices.Clone(topics)
+					for j := cut; j < n; j++ {
+						deferred[j], tops[j] = true, ""
 					}
-					kafkaKinds := []resultKind{acked, retriable, permanent, noTopic, cancelled}
-					combos := 1
-					for range sent {
-						combos *= len(kafkaKinds)
-					}
-					for c := 0; c < combos; c++ {
-						results := make([]result, n)
-						for j := range results {
-							switch steps[j] {
-							case stepFail:
-								results[j] = result{kind: permanent, err: fmt.Sprintf("invalid-%d", j)}
-							case stepHold:
-								results[j] = result{kind: notSent}
+					for _, ordered := range []bool{true, false} {
+						steps := plan(events, tops, deferred, ordered)
+						checkPlan(t, events, tops, deferred, steps, ordered)
+						// Every combination of Kafka results for the events sent.
+						var sent []int
+						for j, s := range steps {
+							if s == stepSend {
+								sent = append(sent, j)
 							}
 						}
-						x := c
-						for _, j := range sent {
-							results[j] = resultOf(kafkaKinds[x%len(kafkaKinds)], j)
-							x /= len(kafkaKinds)
+						kafkaKinds := []resultKind{acked, retriable, permanent, noTopic, cancelled}
+						combos := 1
+						for range sent {
+							combos *= len(kafkaKinds)
 						}
-						for _, outage := range []bool{true, false} {
-							p := policy{ordered: ordered, outage: outage, maxAttempts: testMaxAttempts, backoffBase: time.Millisecond, backoffMax: time.Second}
-							if err := checkOutcome(events, results, p, decide(events, results, p)); err != nil {
-								t.Fatal(err)
+						for c := 0; c < combos; c++ {
+							results := make([]result, n)
+							for j := range results {
+								switch steps[j] {
+								case stepFail:
+									results[j] = result{kind: permanent, err: fmt.Sprintf("invalid-%d", j)}
+								case stepHold:
+									results[j] = result{kind: notSent}
+								}
 							}
-							cases++
+							x := c
+							for _, j := range sent {
+								results[j] = resultOf(kafkaKinds[x%len(kafkaKinds)], j)
+								x /= len(kafkaKinds)
+							}
+							for _, outage := range []bool{true, false} {
+								p := policy{ordered: ordered, outage: outage, maxAttempts: testMaxAttempts, backoffBase: time.Millisecond, backoffMax: time.Second}
+								if err := checkOutcome(events, results, p, decide(events, results, p)); err != nil {
+									t.Fatal(err)
+								}
+								cases++
+							}
 						}
 					}
 				}
@@ -248,9 +258,10 @@ func TestPlanAndDecideEveryCombination(t *testing.T) {
 }
 
 // checkPlan: in ordered mode an aggregate's events are sent up to its first
-// unbuildable event (failed) or change of topic, and held back after it; without
-// ordering everything buildable goes and the rest fails.
-func checkPlan(t *testing.T, events []*event, topics []string, steps []step, ordered bool) {
+// unbuildable event (failed), change of topic or deferred event (held), and
+// held back after it; without ordering everything buildable goes, what was
+// deferred is held and the rest fails.
+func checkPlan(t *testing.T, events []*event, topics []string, deferred []bool, steps []step, ordered bool) {
 	t.Helper()
 	stopped := map[aggregateKey]bool{}
 	topic := map[aggregateKey]string{}
@@ -259,8 +270,11 @@ func checkPlan(t *testing.T, events []*event, topics []string, steps []step, ord
 		if topics[i] == "" && steps[i] == stepSend {
 			t.Fatalf("%v: unbuildable event %d sent", topics, i)
 		}
+		if deferred[i] && steps[i] != stepHold {
+			t.Fatalf("%v %v: deferred event %d not held back", topics, deferred, i)
+		}
 		if !ordered {
-			if (topics[i] == "") != (steps[i] == stepFail) || steps[i] == stepHold {
+			if (topics[i] == "" && !deferred[i]) != (steps[i] == stepFail) || (steps[i] == stepHold) != deferred[i] {
 				t.Fatalf("%v unordered: event %d %d", topics, i, steps[i])
 			}
 			continue
@@ -277,14 +291,18 @@ func checkPlan(t *testing.T, events []*event, topics []string, steps []step, ord
 		}
 		topic[k] = topics[i]
 	}
-	// The first event of each aggregate is sent or failed, never held: a batch
-	// always progresses.
+	// The first event of each aggregate is sent or failed, never held, unless
+	// it was deferred; the batch's first is never deferred: a batch always
+	// progresses.
 	seen := map[aggregateKey]bool{}
 	for i, e := range events {
-		if !seen[e.key()] && steps[i] == stepHold {
+		if !seen[e.key()] && steps[i] == stepHold && !deferred[i] {
 			t.Fatalf("%v: first event %d of its aggregate held back", topics, i)
 		}
 		seen[e.key()] = true
+	}
+	if steps[0] == stepHold {
+		t.Fatalf("%v %v: the batch's first event held back", topics, deferred)
 	}
 }
 
@@ -294,7 +312,7 @@ func checkPlan(t *testing.T, events []*event, topics []string, steps []step, ord
 func TestDecideTopicChangeKeepsEarlierError(t *testing.T) {
 	t.Parallel()
 	events := batchOf([]byte("pp"), []int{1, 1})
-	steps := plan(events, []string{"outbox.pair", "custom.topic"}, true)
+	steps := plan(events, []string{"outbox.pair", "custom.topic"}, nil, true)
 	if steps[0] != stepSend || steps[1] != stepHold {
 		t.Fatalf("steps %v, want send, hold", steps)
 	}

@@ -31,7 +31,11 @@ func (r *Relay) publish(ctx, stop context.Context, token uuid.UUID, events []*ev
 	recs := make([]*kgo.Record, len(events))
 	topics := make([]string, len(events))
 	buildErrs := make([]error, len(events))
+	deferred := make([]bool, len(events))
 	for i, e := range events {
+		if deferred[i] = r.deferred(e); deferred[i] {
+			continue
+		}
 		rec, err := r.record(e)
 		if err != nil {
 			buildErrs[i] = err
@@ -39,7 +43,7 @@ func (r *Relay) publish(ctx, stop context.Context, token uuid.UUID, events []*ev
 		}
 		recs[i], topics[i] = rec, rec.Topic
 	}
-	steps := plan(events, topics, ordered)
+	steps := plan(events, topics, deferred, ordered)
 	for i, s := range steps {
 		switch s {
 		case stepFail:

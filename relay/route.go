@@ -20,7 +20,8 @@ type event struct {
 	aggregateType string
 	aggregateID   string
 	eventType     string
-	payload       []byte
+	payload       []byte // nil when the claim did not load it (Config.BatchBytes)
+	payloadBytes  int64  // the payload's size as JSON text, loaded or not
 	createdAt     time.Time
 	attempts      int
 	topic         *string
@@ -32,6 +33,12 @@ type event struct {
 // franz-go's and an oversized event is failed alone, never mid-partition.
 const recordOverhead = 512
 
+// deferred reports whether the claim left e's payload out for the batch's byte
+// budget (Config.BatchBytes), not for its size: it is claimed again.
+func (r *Relay) deferred(e *event) bool {
+	return e.payload == nil && e.payloadBytes <= int64(r.cfg.MaxMessageBytes)
+}
+
 // permanentError is an event error that no retry can fix.
 type permanentError struct{ msg string }
 
@@ -40,6 +47,10 @@ func (e permanentError) Error() string { return e.msg }
 // record builds the Kafka record for e, or a permanentError when e can never be
 // published (illegal topic, too large, malformed headers).
 func (r *Relay) record(e *event) (*kgo.Record, error) {
+	if e.payload == nil {
+		return nil, permanentError{fmt.Sprintf("record too large: the payload alone is %d bytes, more than --kafka-max-message-bytes %d (it was not loaded)",
+			e.payloadBytes, r.cfg.MaxMessageBytes)}
+	}
 	topic := wire.Topic(r.cfg.TopicTemplate, e.aggregateType, e.eventType)
 	if e.topic != nil && *e.topic != "" {
 		topic = *e.topic

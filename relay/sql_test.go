@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"io/fs"
+	"path"
 	"reflect"
 	"regexp"
 	"slices"
@@ -59,7 +60,7 @@ func TestStatementsAreQualified(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range sqlFileNames(t) {
-		stmt := pgsql.Load(sqlFiles, name, quotedSchema)
+		stmt := relaySQL.For(quotedSchema).SQL(strings.TrimSuffix(path.Base(name), ".sql"))
 		if !slices.Contains(loaded, stmt) {
 			t.Errorf("%s: not loaded by newStatements", name)
 		}
@@ -123,7 +124,7 @@ func TestReadyIsRestatedFaithfully(t *testing.T) {
 	comments := regexp.MustCompile(`--[^\n]*`)
 	found := map[string]int{}
 	for _, name := range sqlFileNames(t) {
-		stmt := comments.ReplaceAllString(pgsql.Load(sqlFiles, name, wire.DefaultSchema), "")
+		stmt := comments.ReplaceAllString(relaySQL.For(wire.DefaultSchema).SQL(strings.TrimSuffix(path.Base(name), ".sql")), "")
 		for _, m := range restated.FindAllStringSubmatch(stmt, -1) {
 			kind, cond := m[1], alias.ReplaceAllString(m[2], "$1")
 			if m[3] != kind {

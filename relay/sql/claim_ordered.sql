@@ -234,15 +234,24 @@ WITH cands AS MATERIALIZED (
     FROM locked t
     WHERE t.got AND e.ctid = t.tid
     RETURNING e.event_id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type,
-        e.payload, e.created_at, e.attempts, e.topic, e.headers, t.waiters
+        e.payload, pg_catalog.octet_length(e.payload::text)::bigint AS payload_bytes,
+        e.created_at, e.attempts, e.topic, e.headers, t.waiters
 )
 SELECT false AS summary, c.event_id, c.seq, c.aggregate_type, c.aggregate_id, c.event_type,
-       c.payload, c.created_at, c.attempts, c.topic, c.headers,
+       -- The payload within the claim's byte budget (Config.BatchBytes): NULL when it
+       -- is larger than a record may be (@max_payload: the event fails as too large,
+       -- never loaded), or when the payloads before it in seq order that fit a record
+       -- already sum to @batch_bytes (the event is released and claimed again). The
+       -- first always fits.
+       CASE WHEN c.payload_bytes > @max_payload
+                 OR pg_catalog.sum(CASE WHEN c.payload_bytes <= @max_payload THEN c.payload_bytes ELSE 0 END)
+                        OVER (ORDER BY c.seq ROWS UNBOUNDED PRECEDING) - c.payload_bytes >= @batch_bytes
+            THEN NULL ELSE c.payload END AS payload, c.payload_bytes, c.created_at, c.attempts, c.topic, c.headers,
        c.waiters, 0 AS blocked, NULL::uuid[] AS unlocked_heads, NULL::text[] AS unlocked_types, NULL::text[] AS unlocked_ids,
        NULL::text[] AS head_types, NULL::text[] AS head_ids, NULL::bigint[] AS head_seqs
 FROM claimed c
 UNION ALL
-SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        (SELECT count(*) FROM blocking)::int, u.heads, u.types, u.ids, h.types, h.ids, h.seqs
 FROM (SELECT array_agg(l.event_id) AS heads, array_agg(l.aggregate_type) AS types, array_agg(l.aggregate_id) AS ids
       FROM locked l WHERE l.is_head AND l.tid IS NULL) u,

@@ -57,11 +57,20 @@ WITH cand AS MATERIALIZED (
           AND (c.lease_until IS NULL OR c.lease_until <= now()) /* /claimable */
         FOR UPDATE SKIP LOCKED) c
     LIMIT @batch
+), claimed AS (
+    UPDATE {{.schema}}.outbox_event AS e
+    SET lease_token = @token, lease_until = now() + @lease_ms::float8 * interval '1 millisecond', attempts = e.attempts + 1,
+        lease_holder = @holder::text
+    FROM picked
+    WHERE e.event_id = picked.event_id
+    RETURNING e.event_id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type,
+        e.payload, pg_catalog.octet_length(e.payload::text)::bigint AS payload_bytes, e.created_at, e.attempts, e.topic, e.headers
 )
-UPDATE {{.schema}}.outbox_event AS e
-SET lease_token = @token, lease_until = now() + @lease_ms::float8 * interval '1 millisecond', attempts = e.attempts + 1,
-    lease_holder = @holder::text
-FROM picked
-WHERE e.event_id = picked.event_id
-RETURNING e.event_id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type,
-    e.payload, e.created_at, e.attempts, e.topic, e.headers
+SELECT c.event_id, c.seq, c.aggregate_type, c.aggregate_id, c.event_type,
+    -- The payload within the claim's byte budget: as in claim_ordered.sql.
+    CASE WHEN c.payload_bytes > @max_payload
+              OR pg_catalog.sum(CASE WHEN c.payload_bytes <= @max_payload THEN c.payload_bytes ELSE 0 END)
+                     OVER (ORDER BY c.seq ROWS UNBOUNDED PRECEDING) - c.payload_bytes >= @batch_bytes
+         THEN NULL ELSE c.payload END AS payload,
+    c.payload_bytes, c.created_at, c.attempts, c.topic, c.headers
+FROM claimed c

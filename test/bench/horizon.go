@@ -503,7 +503,7 @@ func claimExplain(ctx context.Context, conn *pgx.Conn, ord relay.Ordering) strin
 		v := map[string]any{"batch": d.BatchSize, "token": uuid.New(), "lease_ms": d.Lease.Milliseconds(), "holder": "bench",
 			"skip_types": []string{}, "skip_ids": []string{}, "hints": "{}",
 			"from_at": pgtype.Timestamptz{Time: time.Now().Add(-time.Second), Valid: true}, "from_seq": int64(math.MinInt64),
-			"xmax": &xmax, "xip": xip}
+			"xmax": &xmax, "xip": xip, "max_payload": d.MaxMessageBytes, "batch_bytes": max(16<<20, d.MaxMessageBytes)}
 		if deep {
 			v["from_at"] = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 			v["xmax"], v["xip"] = (*uint64)(nil), []uint64{}

@@ -488,7 +488,7 @@ func (e *env) incidentExplain(ctx context.Context) (string, error) {
 		pgx.StrictNamedArgs{"batch": defaultBatch, "token": uuid.New(), "lease_ms": 60000, "holder": "bench:1", "skip_types": []string{}, "skip_ids": []string{},
 			// A relay's first claim: from the start of the index, no earlier snapshot, no hints.
 			"from_at": pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}, "from_seq": int64(math.MinInt64),
-			"xmax": (*uint64)(nil), "xip": []uint64{}, "hints": "{}"})
+			"xmax": (*uint64)(nil), "xip": []uint64{}, "hints": "{}", "max_payload": 1_000_000, "batch_bytes": 16 << 20})
 	if err != nil {
 		return "", err
 	}
