@@ -64,12 +64,15 @@ var grantRoles = []struct {
 			"    %[1]s.outboxtop_audit_terminate(text, text, jsonb)\n" +
 			"    TO %[2]s;",
 		"-- Ending the backend that holds the xmin horizon (console T, terminate-backend)",
-		"-- signals it as this role: PostgreSQL allows that for the role's own backends,",
-		"-- and for other roles' with pg_signal_backend, which lets the role end any",
+		"-- goes through outboxtop_audit_terminate, which signals it and audits only a",
+		"-- backend that exited, under PostgreSQL's rule for this role: its own backends,",
+		"-- and other roles' with pg_signal_backend, which also lets the role end any",
 		"-- non-superuser backend of the whole cluster, every database, with or without",
 		"-- outboxtop (only outboxtop writes an audit row); never a superuser's. Re-checking",
 		"-- another role's backend before the signal needs pg_read_all_stats (pg_monitor).",
-		"-- Without them the action is refused with what is missing.",
+		"-- Without them the action is refused with what is missing. The function's owner",
+		"-- (the role that ran migrate) sends the signal: it must be a superuser or hold",
+		"-- pg_signal_backend and pg_read_all_stats too.",
 		"-- GRANT pg_signal_backend TO %[2]s;",
 	}},
 	{"producer", "the application that writes events with package outbox", []string{

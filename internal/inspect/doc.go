@@ -166,11 +166,13 @@
 //	             event_id, created_at = now() and replay_of = the original's id, and the
 //	             original is left where it is: every consumer applies it again.
 //
-// TerminateBackend ends a backend that holds the xmin horizon (Horizon): the
-// signal is pg_terminate_backend as the Inspector's own role, so PostgreSQL
-// decides who may end whom (pg_signal_backend or the same role, never a
-// superuser's backend), sent only while the pid's backend_start and xact_start
-// are the ones read; outboxtop_audit_terminate then writes its audit row.
+// TerminateBackend ends a backend that holds the xmin horizon (Horizon)
+// through outboxtop_audit_terminate, which sends pg_terminate_backend itself,
+// only while the pid's backend_start and xact_start are the ones read, and
+// writes the audit row only once the backend has exited: a caller cannot audit
+// a termination that never happened. Who may end whom is PostgreSQL's rule
+// (pg_signal_backend or the same role, never a superuser's backend), which the
+// function applies to the session's login role before signalling as its owner.
 //
 // A read-only Inspector refuses Do (and the retention helpers) with ErrReadOnly;
 // reading and DryRun still work. Park and skip need a Reason (ErrReasonRequired).

@@ -3,6 +3,7 @@ package security
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -169,6 +170,11 @@ func TestShadowedBuiltinsAreNeverCalled(t *testing.T) {
 	if _, err := migrations.Apply(ctx, db, schema, nil); err != nil {
 		t.Fatal(err)
 	}
+	victim, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { victim.Conn().Close(ctx); victim.Release() }()
 	for _, s := range shadows {
 		if _, err := db.Exec(ctx, strings.ReplaceAll(s.create, "{s}", schema)); err != nil {
 			t.Fatalf("%s: %v", s.create, err)
@@ -209,7 +215,9 @@ func TestShadowedBuiltinsAreNeverCalled(t *testing.T) {
 		`SELECT * FROM outboxtop_replay('a', NULL, ARRAY['00000000-0000-4000-8000-000000000004', '00000000-0000-4000-8000-000000000006']::uuid[], NULL, '{}', true)`,
 		`SELECT * FROM outboxtop_replay('a', NULL, ARRAY['00000000-0000-4000-8000-000000000004', '00000000-0000-4000-8000-000000000006']::uuid[], NULL, '{}', false)`,
 		`SELECT outboxtop_audit_relay('a', 'pause')`,
-		`SELECT outboxtop_audit_terminate('a', NULL, '{"pid": 2147483000}')`,
+		// A backend of the test's own, which the function ends.
+		fmt.Sprintf(`SELECT outboxtop_audit_terminate('a', NULL, (SELECT jsonb_build_object('pid', pid, 'backend_start', backend_start,
+			'xact_start', xact_start) FROM pg_stat_activity WHERE pid = %d))`, victim.Conn().PgConn().PID()),
 		`SELECT outboxtop_relay_beat('h:1', 'running', true, 5000, 0, 'v', 'aggregate', 10)`,
 		`INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, failed_at)
 			VALUES ('00000000-0000-4000-8000-000000000007', 'order', 'o-7', 'E', '{"a": {"b": 1}, "d": 1}', now())`,

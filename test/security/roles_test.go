@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -77,8 +78,7 @@ func (b *bundle) login(t *testing.T, role string) (*pgxpool.Pool, string) {
 		Getenv: func(string) string { return "" }}); code != 0 {
 		t.Fatalf("outboxtop grants: exit %d: %s", code, errb.String())
 	}
-	const password = "role-pw-Zq81"
-	if _, err := admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN PASSWORD '"+password+"'"); err != nil {
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN PASSWORD '"+rolePassword+"'"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -94,7 +94,7 @@ func (b *bundle) login(t *testing.T, role string) (*pgxpool.Pool, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ConnConfig.User, cfg.ConnConfig.Password = name, password
+	cfg.ConnConfig.User, cfg.ConnConfig.Password = name, rolePassword
 	as, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +105,20 @@ func (b *bundle) login(t *testing.T, role string) (*pgxpool.Pool, string) {
 		t.Fatalf("logged in as %q (%v), want %q", who, err, name)
 	}
 	return as, name
+}
+
+// rolePassword is the password of every role login creates.
+const rolePassword = "role-pw-Zq81"
+
+// roleDSN is dsn logged in as role name, one login created.
+func roleDSN(t *testing.T, dsn, name string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(name, rolePassword)
+	return u.String()
 }
 
 func randomHex(n int) string {

@@ -2,14 +2,19 @@ package security
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outboxtop/outboxtop/internal/inspect"
+	"github.com/outboxtop/outboxtop/internal/testenv"
 )
 
 // holdHorizon opens a repeatable-read transaction on one of pool's connections
@@ -143,5 +148,111 @@ func TestEndingAHolderNeedsTheOperatorsGrants(t *testing.T) {
 	if err := b.admin.QueryRow(b.ctx, `SELECT db_user, action FROM outbox_audit WHERE audit_id = $1`, res.AuditID).Scan(&dbUser, &action); err != nil ||
 		dbUser != b.role || action != "terminate-backend" || audits() != 1 {
 		t.Errorf("audit row: db_user %q action %q (%v), %d rows; want %q terminate-backend, one row", dbUser, action, err, audits(), b.role)
+	}
+}
+
+// backendTarget is outboxtop_audit_terminate's target for backend pid as a
+// superuser reads it: pid, backend_start and xact_start, and a user the
+// caller made up.
+func backendTarget(t *testing.T, b *bundle, pid int32) map[string]any {
+	t.Helper()
+	var start time.Time
+	var xact *time.Time
+	if err := b.admin.QueryRow(b.ctx, `SELECT backend_start, xact_start FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&start, &xact); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]any{"pid": pid, "backend_start": start, "xact_start": xact, "kind": "session", "user": "someone-else"}
+}
+
+// TestTerminationAuditCannotBeForged: under the operator's grants,
+// outboxtop_audit_terminate writes a row only for a backend it has ended
+// itself. A pid no backend has, a running backend named with another start or
+// transaction, the caller's own backend, a backend of another database and a
+// backend the role may not end (without pg_signal_backend: the function
+// signals as its owner, a superuser here) are all refused: nothing is ended
+// and no row is written. A backend the role may end is ended by the call, and
+// its row holds the backend's identity as the database read it, not the
+// caller's.
+func TestTerminationAuditCannotBeForged(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "operator")
+	victims, victimRole := b.login(t, "producer")
+	_, victim := holdHorizon(t, victims)
+	elsewhere, err := pgxpool.New(b.ctx, roleDSN(t, testenv.EmptyDB(t), victimRole))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(elsewhere.Close) // after holdHorizon's cleanup releases its connection
+	_, away := holdHorizon(t, elsewhere)
+	audits := func() int {
+		t.Helper()
+		var n int
+		if err := b.admin.QueryRow(b.ctx, `SELECT count(*) FROM outbox_audit`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	call := func(target any) (*int64, error) {
+		js, err := json.Marshal(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id *int64
+		err = b.as.QueryRow(b.ctx, `SELECT outboxtop_audit_terminate('mallory', 'r', $1::jsonb)`, string(js)).Scan(&id)
+		return id, err
+	}
+	refused := func(what string, target any, code string) {
+		t.Helper()
+		id, err := call(target)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != code {
+			row := "none"
+			if id != nil {
+				row = fmt.Sprint(*id)
+			}
+			t.Errorf("%s: audit row %s, error %v; want SQLSTATE %s", what, row, err, code)
+		}
+		if n := audits(); n != 0 {
+			t.Fatalf("%s: %d audit rows", what, n)
+		}
+		for _, pid := range []int32{victim, away} {
+			if !alive(t, b, pid) {
+				t.Fatalf("%s: pid %d was ended", what, pid)
+			}
+		}
+	}
+	right := backendTarget(t, b, victim)
+	refused("a pid no backend has", map[string]any{"pid": 999999, "backend_start": right["backend_start"]}, "P0002")
+	refused("a pid alone", map[string]any{"pid": 999999, "kind": "session"}, "22023")
+	wrongStart := backendTarget(t, b, victim)
+	wrongStart["backend_start"] = right["backend_start"].(time.Time).Add(-time.Second)
+	refused("a running backend with another start", wrongStart, "55000")
+	wrongXact := backendTarget(t, b, victim)
+	wrongXact["xact_start"] = nil
+	refused("a running backend with another transaction", wrongXact, "55000")
+	refused("a backend the role may not end", right, "42501")
+
+	if _, err := b.admin.Exec(b.ctx, "GRANT pg_signal_backend TO "+pgx.Identifier{b.role}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	refused("another database's backend", backendTarget(t, b, away), "P0002")
+	var own string
+	if err := b.as.QueryRow(b.ctx, `SELECT jsonb_build_object('pid', pid, 'backend_start', backend_start, 'xact_start', xact_start)::text
+		FROM pg_stat_activity WHERE pid = pg_backend_pid()`).Scan(&own); err != nil {
+		t.Fatal(err)
+	}
+	refused("the caller's own backend", json.RawMessage(own), "22023")
+
+	id, err := call(right)
+	if err != nil || id == nil {
+		t.Fatalf("ending a backend the role may end: row %v, %v", id, err)
+	}
+	if alive(t, b, victim) {
+		t.Errorf("pid %d still running after its audit row", victim)
+	}
+	var user, dbUser string
+	if err := b.admin.QueryRow(b.ctx, `SELECT filter->>'user', db_user FROM outbox_audit WHERE audit_id = $1`, *id).Scan(&user, &dbUser); err != nil ||
+		user != victimRole || dbUser != b.role || audits() != 1 {
+		t.Errorf("audit row: user %q, db_user %q (%v), %d rows; want %q, %q, one row", user, dbUser, err, audits(), victimRole, b.role)
 	}
 }
