@@ -94,6 +94,7 @@ type producerResults struct {
 	Backlog    int                 `json:"upgraded_backlog"`
 	Maintained map[string][]string `json:"maintained"`           // database → indexes and triggers an INSERT maintains
 	Unmeasured map[string]string   `json:"unmeasured,omitempty"` // database → why it could not be made
+	Weight     []weightRow         `json:"weight,omitempty"`
 	Runs       []producerRun       `json:"runs"`
 }
 
@@ -131,6 +132,13 @@ func (e *env) producer(ctx context.Context) error {
 		if res.Maintained[db], err = insertMaintains(ctx, c); err != nil {
 			return err
 		}
+	}
+	if conns["seed"] != nil && conns["fresh"] != nil {
+		var err error
+		if res.Weight, err = insertWeight(ctx, conns["seed"], conns["fresh"]); err != nil {
+			return fmt.Errorf("the weight of an insert: %w", err)
+		}
+		logf("producer: the weight of an insert measured")
 	}
 	dir, err := os.MkdirTemp("", "bench-producer-")
 	if err != nil {
@@ -328,7 +336,9 @@ func (p *producerResults) markdown(b *strings.Builder) {
 				strings.Join(rounds, " / "), mt, ratio(mt, seedTPS), median(p50), m99, ratio(m99, seedP99), errs)
 		}
 	}
-	b.WriteString("\nWhat an INSERT into outbox_event maintains:\n\n")
+	b.WriteString("\n")
+	weightMarkdown(b, p.Weight)
+	b.WriteString("What an INSERT into outbox_event maintains:\n\n")
 	for _, db := range producerDBs {
 		if why, ok := p.Unmeasured[db]; ok {
 			fmt.Fprintf(b, "- %s: not measured: %s\n", db, why)
