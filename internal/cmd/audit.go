@@ -62,8 +62,8 @@ func runAudit(ctx context.Context, args []string, io IO) error {
 				what += fmt.Sprintf(" +%d", n)
 			}
 		}
-		fmt.Fprintf(io.Out, "#%-6d  %-24s  %8s  %-11s  %-24s  %5d  %s\n", r.ID, r.At.UTC().Format("2006-01-02 15:04:05.000Z"),
-			now.Sub(r.At).Round(time.Second), termtext.Sanitize(r.Action), short(termtext.Sanitize(r.Actor), 24), r.Rows, what)
+		fmt.Fprintf(io.Out, "#%-6d  %-24s  %8s  %-11s  %-24s  %5d  %s\n", r.ID, inspect.DisplayTime(r.At),
+			inspect.Ago(r.At, now), termtext.Sanitize(r.Action), short(termtext.Sanitize(r.Actor), 24), r.Rows, what)
 		for _, line := range auditDetail(r) {
 			fmt.Fprintf(io.Out, "         %s\n", line)
 		}

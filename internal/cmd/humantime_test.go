@@ -167,3 +167,36 @@ func TestFarTimeJSONIsEncodingJSONWithinRange(t *testing.T) {
 		}
 	}
 }
+
+// A time held through a pointer (failed_at, lease_until, published_at,
+// next_scheduled_at) is written as one held by value: *time.Time has
+// time.Time's MarshalJSON, and was left to encoding/json, which failed the
+// whole document on year 294276.
+func TestFarTimeJSONWritesPointedTimes(t *testing.T) {
+	t.Parallel()
+	far := time.Date(294276, 12, 31, 0, 0, 0, 0, time.UTC)
+	bc := time.Date(-4712, 11, 24, 0, 0, 0, 0, time.UTC)
+	pp := &bc
+	v := struct {
+		inspect.Event
+		Snapshot inspect.Snapshot `json:"snapshot"`
+		Twice    **time.Time      `json:"twice"`
+	}{inspect.Event{EventID: "e1", FailedAt: &far, LeaseUntil: &bc, PublishedAt: &far}, inspect.Snapshot{NextScheduledAt: &far}, &pp}
+	var b strings.Builder
+	if err := writeJSON(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	for k, want := range map[string]string{"failed_at": "294276-12-31 00:00:00+00", "lease_until": "4713-11-24 00:00:00+00 BC",
+		"published_at": "294276-12-31 00:00:00+00", "twice": "4713-11-24 00:00:00+00 BC"} {
+		if doc[k] != want {
+			t.Errorf("%s = %v, want %q", k, doc[k], want)
+		}
+	}
+	if s, _ := doc["snapshot"].(map[string]any); s == nil || s["next_scheduled_at"] != "294276-12-31 00:00:00+00" {
+		t.Errorf("snapshot = %v", doc["snapshot"])
+	}
+}

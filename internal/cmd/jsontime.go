@@ -164,18 +164,20 @@ func mayHoldTime(t reflect.Type) bool {
 }
 
 func holdsTime(t reflect.Type) bool {
-	if t == timeType {
+	switch {
+	case t == timeType:
 		return true
-	}
-	for _, m := range []reflect.Type{jsonMarshalerType, textMarshalerType} {
-		if t.Implements(m) || reflect.PointerTo(t).Implements(m) {
-			return false
-		}
+	case t.Kind() == reflect.Pointer && !(marshals(t) && !marshals(t.Elem())):
+		// A pointer is what it points to (a *time.Time is a time.Time, whose
+		// MarshalJSON its method set holds), unless its own methods marshal it.
+		return mayHoldTime(t.Elem())
+	case marshals(t) || marshals(reflect.PointerTo(t)):
+		return false
 	}
 	switch t.Kind() {
 	case reflect.Interface:
 		return true // what it holds is known only from the value
-	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+	case reflect.Slice, reflect.Array, reflect.Map:
 		return mayHoldTime(t.Elem())
 	case reflect.Struct:
 		for _, f := range jsonFields(t) {
@@ -185,6 +187,11 @@ func holdsTime(t reflect.Type) bool {
 		}
 	}
 	return false
+}
+
+// marshals reports whether t's method set holds MarshalJSON or MarshalText.
+func marshals(t reflect.Type) bool {
+	return t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType)
 }
 
 // jsonField is a field encoding/json writes: its name, where it is (through

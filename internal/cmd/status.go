@@ -431,7 +431,7 @@ func printOrder(w io.Writer, o inspect.Order) {
 				break
 			}
 			fmt.Fprintf(w, "  %s/%s: %d events, the last at %s\n", short(termtext.Sanitize(a.AggregateType), 30),
-				short(termtext.Sanitize(a.AggregateID), 40), a.Events, a.LastAt.Format(time.RFC3339))
+				short(termtext.Sanitize(a.AggregateID), 40), a.Events, inspect.TimeJSON(a.LastAt))
 		}
 	case o.Mode == "enforce":
 		fmt.Fprintln(w, "commit order enforced: seq order is commit order for every aggregate")

@@ -115,7 +115,7 @@ func printTrace(w io.Writer, t inspect.Trace, behind *inspect.Head, withKafka bo
 		if p == nil {
 			return "-"
 		}
-		return displayTime(*p) + "  (" + inspect.Relative(*p, now) + ")"
+		return inspect.DisplayTime(*p) + "  (" + inspect.Relative(*p, now) + ")"
 	}
 	kv := func(k, v string) { fmt.Fprintf(w, "%-15s %s\n", k, v) }
 	fmt.Fprintf(w, "EVENT %s  %s  %s/%s\n", t.EventID, termtext.Sanitize(t.EventType), termtext.Sanitize(t.AggregateType), termtext.Sanitize(t.AggregateID))

@@ -120,7 +120,7 @@ func (a *auditModel) set(msg auditMsg, now time.Time) {
 				events += fmt.Sprintf(" +%d", n)
 			}
 		}
-		fmt.Fprintf(&b, "#%-5d %6s %-11s %s %4d %-11s %s\n", r.ID, age(now.Sub(r.At)), termtext.Sanitize(r.Action),
+		fmt.Fprintf(&b, "#%-5d %6s %-11s %s %4d %-11s %s\n", r.ID, inspect.Ago(r.At, now), termtext.Sanitize(r.Action),
 			fit(termtext.Sanitize(r.Actor), 16, false), r.Rows, events, termtext.Sanitize(r.Reason))
 	}
 	if len(msg.recs) == 0 {

@@ -103,7 +103,7 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 		if t == nil {
 			return ""
 		}
-		return t.UTC().Format("2006-01-02 15:04:05.000Z") + "  (" + inspect.Relative(*t, now) + ")"
+		return inspect.DisplayTime(*t) + "  (" + inspect.Relative(*t, now) + ")"
 	}
 	line("event_id", termtext.Sanitize(d.EventID))
 	line("state", string(d.State))
@@ -158,7 +158,7 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 		b.WriteString("  none applied it\n")
 	}
 	for _, c := range d.Consumed {
-		fmt.Fprintf(&b, "  %-30s %s\n", termtext.Sanitize(c.Consumer), c.ConsumedAt.UTC().Format("2006-01-02 15:04:05.000Z"))
+		fmt.Fprintf(&b, "  %-30s %s\n", termtext.Sanitize(c.Consumer), inspect.DisplayTime(c.ConsumedAt))
 	}
 	if len(d.CorrectedAs) > 0 {
 		b.WriteString("\nCORRECTED AS\n")
@@ -190,7 +190,7 @@ func historyText(d inspect.EventDetail, now time.Time) string {
 		b.WriteString("  " + termtext.Sanitize(d.HistoryError) + "\n")
 	}
 	for _, h := range items {
-		fmt.Fprintf(&b, "  %s %8s ago  %s\n", h.At.UTC().Format("15:04:05.000"), age(now.Sub(h.At)),
+		fmt.Fprintf(&b, "  %s %8s ago  %s\n", h.At.UTC().Format("15:04:05.000"), inspect.Ago(h.At, now),
 			bounded(termtext.OneLine(termtext.Sanitize(h.What(historyErrorRunes)))))
 	}
 	return b.String()

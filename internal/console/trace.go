@@ -39,7 +39,7 @@ func loadTrace(ctx context.Context, in *inspect.Inspector, kafka inspect.KafkaCl
 func traceText(t inspect.Trace, withKafka bool, now time.Time) string {
 	var b strings.Builder
 	when := func(at time.Time) string {
-		return at.UTC().Format("2006-01-02 15:04:05.000Z") + " (" + inspect.Ago(at, now) + " ago)"
+		return inspect.DisplayTime(at) + " (" + inspect.Relative(at, now) + ")"
 	}
 	b.WriteString("KAFKA RECORD\n")
 	k := t.Kafka

@@ -106,6 +106,18 @@ func within(a, b time.Time, d time.Duration) bool {
 	return a.Before(b.Add(d)) && b.Before(a.Add(d))
 }
 
+// DisplayTime is a time as the text reports and the console print it, in UTC
+// to the millisecond ("2024-05-01 12:00:00.500Z"); a year past 9999 or before
+// 1 as PostgreSQL writes it (PostgresText: "294276-12-31 00:00:00+00",
+// "4714-11-24 00:00:00+00 BC"), which a four-digit layout cannot, and where
+// Go's own would print year -4712 for PostgreSQL's 4713 BC.
+func DisplayTime(t time.Time) string {
+	if y := t.Year(); y < 1 || y > 9999 {
+		return PostgresText(t)
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000Z")
+}
+
 // TimeJSON is a time as the --json outputs write it: RFC 3339 (nanoseconds as
 // needed, in UTC) for years 0 to 9999, which is what encoding/json writes; outside
 // them, where encoding/json fails ("year outside of range [0,9999]"), the

@@ -99,3 +99,23 @@ func TestTimeJSON(t *testing.T) {
 		}
 	}
 }
+
+// Text outputs write times to the millisecond within years 1 to 9999, as
+// PostgreSQL writes them outside (Go's layout would print 4713 BC as -4712).
+func TestDisplayTime(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		t    time.Time
+		want string
+	}{
+		{time.Date(2025, 3, 14, 12, 0, 0, 500_000_000, time.FixedZone("x", 3600)), "2025-03-14 11:00:00.500Z"},
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), "9999-12-31 23:59:59.000Z"},
+		{time.Date(294276, 12, 31, 0, 0, 0, 0, time.UTC), "294276-12-31 00:00:00+00"},
+		{time.Date(-4712, 11, 24, 0, 0, 0, 0, time.UTC), "4713-11-24 00:00:00+00 BC"},
+		{time.Date(0, 6, 1, 0, 0, 0, 0, time.UTC), "0001-06-01 00:00:00+00 BC"},
+	} {
+		if got := inspect.DisplayTime(c.t); got != c.want {
+			t.Errorf("DisplayTime(%v) = %q, want %q", c.t, got, c.want)
+		}
+	}
+}
