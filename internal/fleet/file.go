@@ -16,6 +16,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/outboxtop/outboxtop/internal/ident"
 	"github.com/outboxtop/outboxtop/internal/securefile"
 	"github.com/outboxtop/outboxtop/wire"
 )
@@ -221,15 +222,18 @@ func parse(path, text string, getenv func(string) string) (*File, error) {
 	}
 	f := &File{Path: path}
 	seen := map[string]bool{}
+	read := map[string]string{} // ident.Key of each name → the name
 	for k, s := range spec.Outbox {
 		o, err := s.outbox(k, filepath.Dir(path), getenv, spec)
 		if err != nil {
 			return nil, err
 		}
-		if seen[o.Name] {
-			return nil, fmt.Errorf("outbox %q: duplicate name", o.Name)
+		// Names a person reads as the same ("orders", "Orders") are one name:
+		// an operator key limited to one would seem to act on the other.
+		if other, dup := read[ident.Key(o.Name)]; dup {
+			return nil, fmt.Errorf("outbox %q: duplicate name (as %q reads)", o.Name, other)
 		}
-		seen[o.Name] = true
+		seen[o.Name], read[ident.Key(o.Name)] = true, o.Name
 		f.Outboxes = append(f.Outboxes, o)
 	}
 	for k, op := range spec.Operator {

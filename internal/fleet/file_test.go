@@ -83,6 +83,7 @@ func TestLoadRefusesWithOneLineNamingFileAndOutbox(t *testing.T) {
 		{"unknown key", "[[outbox]]\nname = \"orders\"\ndns_env = \"SET\"\n", []string{`outbox "orders"`, `unknown key "dns_env"`}},
 		{"unknown top key", "pol_interval = \"1s\"\n[[outbox]]\nname = \"a\"\ndsn_env = \"SET\"\n", []string{`unknown key "pol_interval"`}},
 		{"duplicate", "[[outbox]]\nname = \"a\"\ndsn_env = \"SET\"\n[[outbox]]\nname = \"a\"\ndsn_env = \"SET\"\n", []string{`outbox "a"`, "duplicate name"}},
+		{"duplicate but for case", "[[outbox]]\nname = \"orders\"\ndsn_env = \"SET\"\n[[outbox]]\nname = \"Orders\"\ndsn_env = \"SET\"\n", []string{`outbox "Orders"`, `duplicate name (as "orders" reads)`}},
 		{"no dsn", "[[outbox]]\nname = \"orders\"\nschema = \"public\"\n", []string{`outbox "orders"`, "no connection string"}},
 		{"unset env", "[[outbox]]\nname = \"orders\"\ndsn_env = \"UNSET\"\n", []string{`outbox "orders"`, "UNSET is not set"}},
 		{"missing file", "[[outbox]]\nname = \"orders\"\ndsn_file = \"nope.dsn\"\n", []string{`outbox "orders"`, "dsn_file", "no such file"}},
