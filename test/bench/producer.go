@@ -82,6 +82,8 @@ type producerRun struct {
 	Txns      int     `json:"transactions"`
 	P50ms     float64 `json:"p50_ms"`
 	P99ms     float64 `json:"p99_ms"`
+	MaxMs     float64 `json:"max_ms"`
+	Over1s    int     `json:"over_1s"` // transactions that took more than a second
 	Failed    int     `json:"failed"`
 	Deadlocks int     `json:"deadlock_failures"`
 	Aborted   int     `json:"aborted_clients"`
@@ -95,6 +97,7 @@ type producerResults struct {
 	Maintained map[string][]string `json:"maintained"`           // database → indexes and triggers an INSERT maintains
 	Unmeasured map[string]string   `json:"unmeasured,omitempty"` // database → why it could not be made
 	Weight     []weightRow         `json:"weight,omitempty"`
+	Adopt      *adoptRun           `json:"adopt,omitempty"`
 	Runs       []producerRun       `json:"runs"`
 }
 
@@ -145,6 +148,15 @@ func (e *env) producer(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	adoptScript := filepath.Join(dir, "adopt.sql")
+	if err := os.WriteFile(adoptScript, []byte(producerScript(producerShapes[0].aids)), 0o644); err != nil {
+		return err
+	}
+	if res.Adopt, err = e.adoptLive(ctx, pgbench, adoptScript, filepath.Join(dir, "adoptlog")); err != nil {
+		return fmt.Errorf("adopting beside pgbench: %w", err)
+	}
+	logf("producer: migrate adopted the seed's tables in %.1f s beside pgbench: %d failed, slowest %.1f ms, %d above 1 s",
+		res.Adopt.MigrateSeconds, res.Adopt.Failed+res.Adopt.Aborted, res.Adopt.MaxMs, res.Adopt.Over1s)
 	for _, shape := range producerShapes {
 		script := filepath.Join(dir, shape.name+".sql")
 		if err := os.WriteFile(script, []byte(producerScript(shape.aids)), 0o644); err != nil {
@@ -195,11 +207,7 @@ func (e *env) producerDB(ctx context.Context, which string) (*pgx.Conn, error) {
 	}
 	if err == nil && which == "upgraded" {
 		start := time.Now()
-		if _, err = c.Exec(ctx, `
-			INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at)
-			SELECT gen_random_uuid(), 'order', (g % $1 + 1)::text, 'OrderConfirmed', replace($2, ':aid', (g % $1 + 1)::text)::jsonb,
-			       now() - ($3 - g) * interval '1 ms', now() - ($3 - g) * interval '1 ms'
-			FROM generate_series(1, $3) g`, producerOrders, producerPayload, producerBacklog); err == nil {
+		if err = seedBacklog(ctx, c); err == nil {
 			if _, err = migrations.Apply(ctx, c, "public", nil); err != nil {
 				err = fmt.Errorf("%w: %w", errInPlace, err)
 			} else {
@@ -211,6 +219,62 @@ func (e *env) producerDB(ctx context.Context, which string) (*pgx.Conn, error) {
 		c.Close(ctx)
 	}
 	return c, err
+}
+
+// seedBacklog puts producerBacklog unpublished events in c's seed table.
+func seedBacklog(ctx context.Context, c *pgx.Conn) error {
+	_, err := c.Exec(ctx, `
+		INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, created_at, available_at)
+		SELECT gen_random_uuid(), 'order', (g % $1 + 1)::text, 'OrderConfirmed', replace($2, ':aid', (g % $1 + 1)::text)::jsonb,
+		       now() - ($3 - g) * interval '1 ms', now() - ($3 - g) * interval '1 ms'
+		FROM generate_series(1, $3) g`, producerOrders, producerPayload, producerBacklog)
+	return err
+}
+
+// adoptRun is pgbench's random shape writing the seed's tables while migrate
+// adopts them.
+type adoptRun struct {
+	producerRun
+	MigrateSeconds float64 `json:"migrate_seconds"`
+}
+
+// adoptLive measures adoptRun: the seed's table holding producerBacklog
+// events, pgbench writing it for adoptFor, migrate starting adoptAfter in.
+func (e *env) adoptLive(ctx context.Context, pgbench, script, logPrefix string) (*adoptRun, error) {
+	const adoptFor, adoptAfter = 40, 5 * time.Second
+	c, err := e.plainDB(ctx, "producer_adopt")
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close(ctx)
+	for _, sql := range []string{seedDDL, ordersDDL} {
+		if _, err := c.Exec(ctx, sql); err != nil {
+			return nil, err
+		}
+	}
+	if err := seedBacklog(ctx, c); err != nil {
+		return nil, err
+	}
+	if _, err := c.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	var took time.Duration
+	go func() {
+		time.Sleep(adoptAfter)
+		start := time.Now()
+		_, _, err := migrations.MigrateWith(ctx, c, "public", migrations.Options{LockWait: time.Minute})
+		took = time.Since(start)
+		done <- err
+	}()
+	r, err := e.pgbench(ctx, pgbench, script, logPrefix, "producer_adopt", adoptFor)
+	if merr := <-done; merr != nil {
+		return nil, fmt.Errorf("migrate beside pgbench: %w", merr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &adoptRun{producerRun: r, MigrateSeconds: took.Seconds()}, nil
 }
 
 // plainDB creates database name with no outboxtop schema and returns a
@@ -296,6 +360,12 @@ func (e *env) pgbench(ctx context.Context, bin, script, logPrefix, db string, se
 		}
 	}
 	r.P50ms, r.P99ms = quantileMs(lat, 0.50), quantileMs(lat, 0.99)
+	for _, d := range lat {
+		r.MaxMs = max(r.MaxMs, float64(d)/float64(time.Millisecond))
+		if d > time.Second {
+			r.Over1s++
+		}
+	}
 	return r, nil
 }
 
@@ -337,6 +407,11 @@ func (p *producerResults) markdown(b *strings.Builder) {
 		}
 	}
 	b.WriteString("\n")
+	if a := p.Adopt; a != nil {
+		fmt.Fprintf(b, "Adoption on a live database: pgbench (the random shape, %d clients) writing the seed's tables, which hold %s unpublished events, "+
+			"while `migrate` adopts them (in %.1f s): %.0f tps over %.0f s, %d failed transactions, %d clients aborted, slowest transaction %.1f ms, %d above 1 s.\n\n",
+			p.Clients, human(producerBacklog), a.MigrateSeconds, a.TPS, 40.0, a.Failed, a.Aborted, a.MaxMs, a.Over1s)
+	}
 	weightMarkdown(b, p.Weight)
 	b.WriteString("What an INSERT into outbox_event maintains:\n\n")
 	for _, db := range producerDBs {
