@@ -11,8 +11,8 @@ import (
 // TestDeepNestingIsRefusedCheaply: inline tables 20,000 and 150,000 deep (80
 // and 600 KB, under the size limit) took the decoder to 16 and 21 GB; they,
 // and dotted keys and table headers as deep, are refused with one line naming
-// the line, having allocated next to nothing. Not parallel: the heap is the
-// process's.
+// the line, having allocated next to nothing (under 1 MiB; the decoder took
+// 265 MiB in the first 300 ms). Not parallel: the heap is the process's.
 func TestDeepNestingIsRefusedCheaply(t *testing.T) {
 	const head = "[[outbox]]\nname = \"a\"\n"
 	for name, text := range map[string]string{
@@ -37,7 +37,9 @@ func TestDeepNestingIsRefusedCheaply(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want it to name %s", name, err, want)
 		}
-		if allocated > 64<<10 || took > 5*time.Second {
+		// The refusal itself allocates a few hundred bytes; the bound leaves room
+		// for what the runtime and the test's own goroutines allocate meanwhile.
+		if allocated > 1<<20 || took > 5*time.Second {
 			t.Errorf("%s: refused after allocating %d bytes in %v", name, allocated, took)
 		}
 	}
