@@ -172,6 +172,9 @@ const overviewTop = 11
 
 // viewOverview draws the Overview in w×h.
 func (m *Model) viewOverview(w, h int) string {
+	if !m.loaded {
+		return m.viewNotRead(w)
+	}
 	vm, st, now := m.overview, m.styles, m.now()
 	since := vm.since(now)
 	colW := w / 2
@@ -632,4 +635,24 @@ func (m *Model) missingTopics() []MissingTopic {
 		return r.MissingTopics
 	}
 	return m.overview.missingTopics
+}
+
+// viewNotRead is the overview before the first read of the outbox completes
+// (seconds on a large table under load): no figure at all, since a zero would
+// say "nothing ready, nothing failed, no blocker", which is not known yet.
+func (m *Model) viewNotRead(w int) string {
+	st := m.styles
+	lines := []string{st.section.Render("OUTBOX")}
+	if m.loadErr != nil {
+		lines = append(lines, st.bad.Render(fit("not read: "+dbErrorText(m.loadErr), w, false)),
+			"nothing is known about the outbox until a read succeeds; it is tried again every "+m.refresh.String())
+	} else {
+		reading := "reading the outbox…"
+		if !m.loadStarted.IsZero() {
+			reading += fmt.Sprintf(" (the first read, %s so far)", age(m.now().Sub(m.loadStarted)))
+		}
+		lines = append(lines, fit(reading, w, false),
+			"no figure is shown until it completes: none is known yet")
+	}
+	return strings.Join(lines, "\n")
 }
