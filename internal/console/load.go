@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/outboxtop/outboxtop/internal/inspect"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // loadRequest is what one load reads: the Overview's snapshot always (the tabs
@@ -119,6 +120,10 @@ func load(ctx context.Context, in *inspect.Inspector, snaps SnapshotSource, rela
 				break
 			}
 		}
+		if err := markWaiting(ctx, in, msg.rows); err != nil {
+			msg.err = err
+			return msg
+		}
 		if msg.scan != nil && msg.scan.Stopped {
 			// Counting would read the same rows again: the search found these.
 			msg.total = inspect.Count{Value: int64(len(msg.rows)), Bound: inspect.LowerBound}
@@ -132,4 +137,29 @@ func load(ctx context.Context, in *inspect.Inspector, snaps SnapshotSource, rela
 	}
 	msg.took = now().Sub(start)
 	return msg
+}
+
+// markWaiting sets, on each ready row that waits behind its aggregate's failed
+// or scheduled head, the head's seq: ready by its own available_at, it is not
+// published before that head is, and is shown as waiting, not "ready now".
+func markWaiting(ctx context.Context, in *inspect.Inspector, rows []row) error {
+	var ids []string
+	for _, r := range rows {
+		if r.state == wire.Ready {
+			ids = append(ids, r.id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	heads, err := in.WaitingBehind(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		if h, ok := heads[rows[i].id]; ok {
+			rows[i].behind = h.Seq
+		}
+	}
+	return nil
 }

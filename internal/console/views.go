@@ -118,6 +118,9 @@ type row struct {
 	// replay came from.
 	archivedAt *time.Time
 	replayOf   string
+	// behind is the seq of the failed or scheduled head a ready row waits
+	// behind (markWaiting), 0 when it waits for nothing.
+	behind int64
 }
 
 func newRow(e inspect.Event) row {
@@ -231,10 +234,15 @@ var (
 			return "expired" // a lease ran out: claimable again
 		case r.state == wire.Scheduled:
 			return "sched"
+		case r.behind != 0:
+			return "waiting" // ready, behind a failed or scheduled head
 		}
 		return string(r.state)
 	}}
 	colNext = column{title: "NEXT", width: 9, right: true, cell: func(r row, now time.Time) string {
+		if r.behind != 0 {
+			return "blocked"
+		}
 		if !r.availableAt.After(now) {
 			return "now"
 		}
