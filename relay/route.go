@@ -21,7 +21,7 @@ type event struct {
 	aggregateID   string
 	eventType     string
 	payload       []byte // nil when the claim did not load it (Config.BatchBytes)
-	payloadBytes  int64  // the payload's size as JSON text, loaded or not
+	payloadBytes  int64  // the payload's size as JSON text, or its stored size when that far under the record's limit
 	createdAt     time.Time
 	attempts      int
 	topic         *string

@@ -64,7 +64,13 @@ WITH cand AS MATERIALIZED (
     FROM picked
     WHERE e.event_id = picked.event_id
     RETURNING e.event_id, e.seq, e.aggregate_type, e.aggregate_id, e.event_type,
-        e.payload, pg_catalog.octet_length(e.payload::text)::bigint AS payload_bytes, e.created_at, e.attempts, e.topic, e.headers
+        e.payload, -- The payload's size as JSON text, what the record carries; serialized
+        -- only when it might matter: a stored (perhaps compressed) size under
+        -- 1/1536 of @max_payload cannot make more than that as text (at most
+        -- 256 times by decompression, 6 by escapes), and stands for it.
+        CASE WHEN pg_catalog.pg_column_size(e.payload)::bigint * 1536 < @max_payload
+             THEN pg_catalog.pg_column_size(e.payload)::bigint
+             ELSE pg_catalog.octet_length(e.payload::text)::bigint END AS payload_bytes, e.created_at, e.attempts, e.topic, e.headers
 )
 SELECT c.event_id, c.seq, c.aggregate_type, c.aggregate_id, c.event_type,
     -- The payload within the claim's byte budget: as in claim_ordered.sql.
