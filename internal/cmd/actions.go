@@ -100,7 +100,7 @@ func actionCommand(a inspect.Action) func(context.Context, []string, IO) error {
 			return err
 		}
 		defer pool.Close()
-		if err := resolveIDs(ctx, in, req.IDs); err != nil {
+		if err := resolveIDs(ctx, in, "--id", req.IDs); err != nil {
 			return err
 		}
 		plan, err := in.DryRun(ctx, req)
@@ -175,7 +175,7 @@ func actionCommand(a inspect.Action) func(context.Context, []string, IO) error {
 // event is gone by now is the action's "nothing to …", not an error. A short id
 // that names no event, or more than one, is refused on one line (exit 2) with
 // the candidates.
-func resolveIDs(ctx context.Context, in *inspect.Inspector, ids []string) error {
+func resolveIDs(ctx context.Context, in *inspect.Inspector, flag string, ids []string) error {
 	for k, id := range ids {
 		if u, err := uuid.Parse(id); err == nil {
 			ids[k] = u.String()
@@ -184,7 +184,7 @@ func resolveIDs(ctx context.Context, in *inspect.Inspector, ids []string) error 
 		full, err := in.Resolve(ctx, id)
 		switch {
 		case errors.Is(err, inspect.ErrAmbiguous), errors.Is(err, inspect.ErrNotFound):
-			return exitError{code: ExitUsage, msg: "--id " + termtext.OneLine(termtext.Sanitize(err.Error()))}
+			return exitError{code: ExitUsage, msg: flag + " " + termtext.OneLine(termtext.Sanitize(err.Error()))}
 		case err != nil:
 			return err
 		}

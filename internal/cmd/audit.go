@@ -20,7 +20,7 @@ func runAudit(ctx context.Context, args []string, io IO) error {
 	fs.StringVar(&f.Action, "action", "", "only this action: retry, reset-lease, park, skip, archive, replay, pause, resume")
 	fs.DurationVar(&f.NewerThan, "newer-than", 0, "only actions newer than this")
 	fs.DurationVar(&f.OlderThan, "older-than", 0, "only actions older than this")
-	fs.StringVar(&f.EventID, "event", "", "only actions that touched this event id")
+	fs.StringVar(&f.EventID, "event", "", "only actions that touched this event: its id, the start of it, or the end the console shows")
 	fs.IntVar(&f.Limit, "limit", 50, "rows to print (at most 1000)")
 	fs.Int64Var(&f.Before, "before", 0, "continue below this audit id (printed as next: by the previous page)")
 	asJSON := fs.Bool("json", false, "print the rows as JSON")
@@ -30,7 +30,9 @@ func runAudit(ctx context.Context, args []string, io IO) error {
 	if f.Limit < 1 || f.Limit > inspect.AuditLimit {
 		return usagef("--limit must be between 1 and %d", inspect.AuditLimit)
 	}
-	if err := f.Validate(); err != nil {
+	noEvent := f
+	noEvent.EventID = ""
+	if err := noEvent.Validate(); err != nil {
 		return usagef("%v", err)
 	}
 	in, pool, err := db.inspector(ctx, io, inspect.ReadOnly())
@@ -38,6 +40,18 @@ func runAudit(ctx context.Context, args []string, io IO) error {
 		return err
 	}
 	defer pool.Close()
+	if f.EventID != "" {
+		// The ids trace and the console print (a start, or a UUIDv7's end),
+		// as --id takes them.
+		ids := []string{f.EventID}
+		if err := resolveIDs(ctx, in, "--event", ids); err != nil {
+			return err
+		}
+		f.EventID = ids[0]
+	}
+	if err := f.Validate(); err != nil {
+		return usagef("%v", err)
+	}
 	recs, err := in.AuditLog(ctx, f)
 	if err != nil {
 		return err

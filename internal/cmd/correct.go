@@ -56,7 +56,7 @@ func runCorrect(ctx context.Context, args []string, io IO) error {
 	}
 	defer pool.Close()
 	ids := []string{c.ID}
-	if err := resolveIDs(ctx, in, ids); err != nil {
+	if err := resolveIDs(ctx, in, "--id", ids); err != nil {
 		return err
 	}
 	c.ID = ids[0]

@@ -84,4 +84,15 @@ func TestAuditListsActionsWithFilters(t *testing.T) {
 	if r = run(t, env, "audit", "--event", "nope"); r.code != ExitUsage {
 		t.Fatalf("audit --event nope: %+v", r)
 	}
+	// The ids trace and the console print: the start of an id (or a
+	// UUIDv7's end, as --id takes them); one that names several events says
+	// which.
+	if r = run(t, env, "audit", "--event", cliReady[:30], "--json"); r.code != ExitOK || json.Unmarshal([]byte(r.out), &recs) != nil ||
+		len(recs) != 1 || recs[0].Action != "park" {
+		t.Fatalf("audit --event %s: %+v", cliReady[:30], r)
+	}
+	if r = run(t, env, "audit", "--event", "00000001"); r.code != ExitUsage || !strings.Contains(r.err, "--event event id \"00000001\" is ambiguous") ||
+		!strings.Contains(r.err, cliReady) {
+		t.Fatalf("audit --event of several events: %+v", r)
+	}
 }
