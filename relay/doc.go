@@ -281,6 +281,14 @@
 // and the migrations' functions share). Statements with more than three parameters take them by
 // name (pgx.StrictNamedArgs: @token, @ids…); the others by position.
 //
+// The statements rely on no search_path, and run with the pool's: outboxtop's
+// own pools set it to pg_catalog, pg_temp (internal/pgsql). A pool whose
+// search_path holds a schema other roles may create in (public, before
+// PostgreSQL 15) runs whatever they plant there that matches a call more
+// exactly than the built-in (an array_agg(text) aggregate, a jsonb -> jsonb
+// operator), as the relay's role: a service that embeds the relay gives it a
+// pool of its own with search_path set so (example_test.go).
+//
 // The event states are defined once, as SQL conditions, in package wire. The
 // health collector's statement is sql/table_tuples.sql; the wake-ups' is
 // sql/inserted.sql, and the ordered claim's order check sql/order_check.sql.

@@ -11,12 +11,20 @@ import (
 	"github.com/outboxtop/outboxtop/relay"
 )
 
-// A Go service runs the relay in process: a pool, a Kafka producer built for
-// the config, and Run until the service stops. The schema is migrated
-// beforehand (outboxtop migrate, or migrations.Migrate).
+// A Go service runs the relay in process: a pool of its own, a Kafka producer
+// built for the config, and Run until the service stops. The pool's sessions
+// search only the built-ins, as outboxtop's own do, so no role that may create
+// in a schema on the database's search_path runs its code in the relay's
+// statements. The schema is migrated beforehand (outboxtop migrate, or
+// migrations.Migrate).
 func Example_embedded() {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	pcfg, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	pcfg.ConnConfig.RuntimeParams["search_path"] = "pg_catalog, pg_temp"
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/outboxtop/outboxtop/internal/fleet"
 	"github.com/outboxtop/outboxtop/internal/inspect"
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/internal/termtext"
 	"github.com/outboxtop/outboxtop/migrations"
 	"github.com/outboxtop/outboxtop/wire"
@@ -101,7 +101,7 @@ func (t outboxTarget) afterParse(io IO) error {
 func (d *dbFlags) fleetView() bool { return d.fleet != "" && d.outbox == "" }
 
 // config resolves the DSN (flag or OUTBOXTOP_DSN, else DATABASE_URL, else PG*) into
-// a pgx config with a bounded connect timeout.
+// a pgx config; connect and openPool set it up for session.
 func (d *dbFlags) config(io IO) (*pgx.ConnConfig, error) {
 	if err := wire.ValidateSchema(d.schema); err != nil {
 		return nil, usagef("--schema: %v", err)
@@ -118,13 +118,15 @@ func (d *dbFlags) config(io IO) (*pgx.ConnConfig, error) {
 	if d.connectTimeout <= 0 {
 		return nil, usagef("--connect-timeout must be positive")
 	}
-	if cfg.ConnectTimeout == 0 || cfg.ConnectTimeout > d.connectTimeout {
-		cfg.ConnectTimeout = d.connectTimeout
-	}
-	if cfg.RuntimeParams["application_name"] == "" {
-		cfg.RuntimeParams["application_name"] = "outboxtop"
-	}
 	return cfg, nil
+}
+
+// session is what every session a command opens runs with (pgsql.Session):
+// outboxtop's search_path, a bounded connect, and no statement of ours waiting
+// for a lock without end (inspect.ActionLockTimeout; a DSN that sets
+// lock_timeout itself wins).
+func (d *dbFlags) session() pgsql.Session {
+	return pgsql.Session{App: "outboxtop", LockTimeout: inspect.ActionLockTimeout, ConnectTimeout: d.connectTimeout}
 }
 
 func (d *dbFlags) connect(ctx context.Context, io IO) (*pgx.Conn, error) {
@@ -132,7 +134,7 @@ func (d *dbFlags) connect(ctx context.Context, io IO) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := pgsql.Connect(ctx, cfg, d.session())
 	if err != nil {
 		return nil, connectError(cfg, err)
 	}
@@ -165,15 +167,10 @@ func (d *dbFlags) openPool(ctx context.Context, io IO, maxConns int32) (*pgxpool
 		return nil, err
 	}
 	pcfg.ConnConfig = cfg
-	// No statement of ours waits for a lock without end (see
-	// inspect.ActionLockTimeout). A DSN that sets lock_timeout itself wins.
-	if cfg.RuntimeParams["lock_timeout"] == "" {
-		cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(inspect.ActionLockTimeout.Milliseconds(), 10)
-	}
 	if maxConns > 0 {
 		pcfg.MaxConns = maxConns
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	pool, err := pgsql.Pool(ctx, pcfg, d.session())
 	if err != nil {
 		return nil, connectError(cfg, err)
 	}

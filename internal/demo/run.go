@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/outboxtop/outboxtop/inbox"
+	"github.com/outboxtop/outboxtop/internal/inspect"
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/internal/pgtemp"
 	"github.com/outboxtop/outboxtop/migrations"
 	"github.com/outboxtop/outboxtop/outbox"
@@ -134,17 +136,17 @@ func withDefaults(cfg Config) Config {
 }
 
 // Connect opens a pool of at most maxConns connections to the demo's database,
-// named "outboxtop demo" in pg_stat_activity unless its DSN names it.
+// named "outboxtop demo" in pg_stat_activity unless its DSN names it, set up
+// like every session outboxtop opens (pgsql.Session): outboxtop's search_path,
+// and the actions' lock timeout (inspect.ActionLockTimeout), since the
+// demo's console acts on this pool.
 func (d *Demo) Connect(ctx context.Context, maxConns int32) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig(d.dsn)
 	if err != nil {
 		return nil, fmt.Errorf("demo database: %w", err)
 	}
 	pcfg.MaxConns = maxConns
-	if pcfg.ConnConfig.RuntimeParams["application_name"] == "" {
-		pcfg.ConnConfig.RuntimeParams["application_name"] = "outboxtop demo"
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	pool, err := pgsql.Pool(ctx, pcfg, pgsql.Session{App: "outboxtop demo", LockTimeout: inspect.ActionLockTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("demo database: %w", err)
 	}

@@ -90,10 +90,10 @@ func TestHeadlessRunWithFaults(t *testing.T) {
 	// counted twice (payment_projection's key would refuse a second apply).
 	ctx := context.Background()
 	var inboxRows, events int64
-	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM consumed_event WHERE consumer_name = 'demo-projection'`).Scan(&inboxRows); err != nil {
+	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM public.consumed_event WHERE consumer_name = 'demo-projection'`).Scan(&inboxRows); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_event WHERE published_at IS NOT NULL`).Scan(&events); err != nil {
+	if err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM public.outbox_event WHERE published_at IS NOT NULL`).Scan(&events); err != nil {
 		t.Fatal(err)
 	}
 	if inboxRows != s.Committed || events != s.Committed {

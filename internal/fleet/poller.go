@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/outboxtop/outboxtop/internal/consumerlag"
 	"github.com/outboxtop/outboxtop/internal/inspect"
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 )
 
 // Config configures a Poller.
@@ -195,24 +195,15 @@ func NewPoller(f *File, cfg Config) (*Poller, error) {
 }
 
 // newPool is a pool on o's database that gives up connecting after o.Timeout
-// and never waits for a lock longer than lockTimeout.
+// and never waits for a lock longer than lockTimeout, set up like every
+// session outboxtop opens (pgsql.Session: outboxtop's search_path).
 func newPool(o Outbox, maxConns int32, app string, lockTimeout time.Duration) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig(o.DSN())
 	if err != nil {
 		return nil, fmt.Errorf("outbox %q: the connection string does not parse", o.Name)
 	}
 	pcfg.MaxConns = maxConns
-	cc := pcfg.ConnConfig
-	if cc.ConnectTimeout == 0 || cc.ConnectTimeout > o.Timeout {
-		cc.ConnectTimeout = o.Timeout
-	}
-	if cc.RuntimeParams["application_name"] == "" {
-		cc.RuntimeParams["application_name"] = app
-	}
-	if cc.RuntimeParams["lock_timeout"] == "" {
-		cc.RuntimeParams["lock_timeout"] = strconv.FormatInt(max(1, lockTimeout.Milliseconds()), 10)
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), pcfg)
+	pool, err := pgsql.Pool(context.Background(), pcfg, pgsql.Session{App: app, LockTimeout: lockTimeout, ConnectTimeout: o.Timeout})
 	if err != nil {
 		return nil, fmt.Errorf("outbox %q: %w", o.Name, err)
 	}

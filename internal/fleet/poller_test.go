@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outboxtop/outboxtop/internal/pgsql"
 	"github.com/outboxtop/outboxtop/internal/testenv"
 )
 
@@ -210,7 +211,7 @@ func TestOpenGivesAConsolePoolOfItsOwn(t *testing.T) {
 	}
 	defer pool.Close()
 	var n int
-	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox_event WHERE failed_at IS NOT NULL`).Scan(&n); err != nil || n != 50 || o.Name != "billing" {
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM public.outbox_event WHERE failed_at IS NOT NULL`).Scan(&n); err != nil || n != 50 || o.Name != "billing" {
 		t.Fatalf("billing pool: %d, %v, %+v", n, err, o)
 	}
 	// A console's actions wait for a frozen claim to be ended, as the CLI's do;
@@ -218,6 +219,11 @@ func TestOpenGivesAConsolePoolOfItsOwn(t *testing.T) {
 	var lt string
 	if err := pool.QueryRow(context.Background(), `SHOW lock_timeout`).Scan(&lt); err != nil || lt != "15s" {
 		t.Errorf("console pool lock_timeout %q (%v), want 15s (inspect.ActionLockTimeout)", lt, err)
+	}
+	// Its sessions search only the built-ins, as every session outboxtop opens.
+	var path string
+	if err := pool.QueryRow(context.Background(), `SHOW search_path`).Scan(&path); err != nil || path != pgsql.SearchPath {
+		t.Errorf("console pool search_path %q (%v), want %q", path, err, pgsql.SearchPath)
 	}
 	if _, _, err := p.Open(context.Background(), "search", 4); err == nil || !strings.Contains(err.Error(), `outbox "search"`) {
 		t.Errorf("unreachable: %v", err)

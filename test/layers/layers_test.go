@@ -56,13 +56,15 @@ var public = []string{"", "wire", "outbox", "inbox", "migrations", "relay"}
 type pkg struct {
 	ImportPath string
 	Imports    []string
+	Dir        string
+	GoFiles    []string // without the tests
 }
 
 // packages are the module's packages, by path relative to the module, with
 // their imports.
 func packages(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Dir,GoFiles", module+"/...")
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
 	if err != nil {
