@@ -153,27 +153,34 @@ func GrantSQL(role, schema, grantee string) (string, error) {
 
 // schemaCreateCheck is a DO block that fails, naming who and the statements that
 // fix it, when roles other than the owner may create objects in schema (see
-// SchemaCreators): the printed grants are applied by the owner, in the database,
-// so the check runs where the privileges are. Everything in it is qualified: it
-// runs with the applying session's search_path.
+// SchemaCreators), and warns the same way of every other schema on a
+// search_path of the database (PathCreators): the printed grants are applied by
+// the owner, in the database, so the check runs where the privileges are.
+// Everything in it is qualified: it runs with the applying session's
+// search_path.
 func schemaCreateCheck(schema string) string {
 	lit := quoteLiteral(schema)
 	return "-- The schema must let no role but its owner create objects in it: one that can\n" +
 		"-- could make outboxtop's SECURITY DEFINER functions run its code as their owner.\n" +
+		"-- Nor should a schema on a search_path of the database (a warning): one that can\n" +
+		"-- could make the sessions that keep that path run its code in place of a built-in.\n" +
 		"DO $check$\n" +
 		"DECLARE\n" +
+		"    s text;\n" +
 		"    who text[];\n" +
 		"BEGIN\n" +
-		"    SELECT pg_catalog.array_agg(c.who ORDER BY c.grantee <> 0::oid, c.who) INTO who FROM (\n" +
-		"        SELECT DISTINCT a.grantee,\n" +
-		"            CASE WHEN a.grantee = 0::oid THEN 'PUBLIC' ELSE pg_catalog.quote_ident(r.rolname) END AS who\n" +
-		"        FROM pg_catalog.pg_namespace n\n" +
-		"        CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) a\n" +
-		"        LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee\n" +
-		"        WHERE n.nspname = " + lit + " AND a.privilege_type = 'CREATE'\n" +
-		"          AND (a.grantee = 0::oid OR NOT (r.rolsuper\n" +
-		"               OR pg_catalog.pg_has_role(a.grantee, n.nspowner, 'MEMBER')\n" +
-		"               OR pg_catalog.pg_has_role(a.grantee, current_user, 'MEMBER')))) c;\n" +
+		"    FOR s, who IN SELECT c.schema, pg_catalog.array_agg(c.who ORDER BY c.who <> 'PUBLIC', c.who) FROM (\n" +
+		"            " + creatorsSQL("ARRAY(SELECT p FROM pg_catalog.unnest("+pathSchemasSQL+") p WHERE p <> "+lit+")") + "\n" +
+		"            ) c(schema, who) GROUP BY c.schema ORDER BY c.schema LOOP\n" +
+		"        RAISE WARNING 'schema % lets % create objects in it, and it is on a search_path of this database: such a role could run its code in the sessions that keep that path (outboxtop''s own set search_path to pg_catalog, pg_temp)',\n" +
+		"            pg_catalog.quote_ident(s), pg_catalog.array_to_string(who, ', ')\n" +
+		"            USING HINT = 'As the schema''s owner: ' || (SELECT pg_catalog.string_agg(\n" +
+		"                'REVOKE CREATE ON SCHEMA ' || pg_catalog.quote_ident(s) || ' FROM ' || w || ';', ' ')\n" +
+		"                FROM pg_catalog.unnest(who) w);\n" +
+		"    END LOOP;\n" +
+		"    SELECT pg_catalog.array_agg(c.who ORDER BY c.who <> 'PUBLIC', c.who) INTO who FROM (\n" +
+		"            " + creatorsSQL("ARRAY["+lit+"]") + "\n" +
+		"            ) c(schema, who);\n" +
 		"    IF who IS NOT NULL THEN\n" +
 		"        RAISE EXCEPTION 'schema % lets % create objects in it: such a role could run its code as the owner of outboxtop''s functions',\n" +
 		"            pg_catalog.quote_ident(" + lit + "), pg_catalog.array_to_string(who, ', ')\n" +

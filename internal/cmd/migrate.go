@@ -75,6 +75,9 @@ func runMigrate(ctx context.Context, args []string, io IO) error {
 			return err
 		}
 	}
+	if err := warnPathCreators(ctx, io, conn, db.schema); err != nil {
+		return err
+	}
 	// from is read under the migration lock, so a migrate that waited for another
 	// one reports that it applied nothing rather than repeating the other's work.
 	if from == to {
@@ -109,4 +112,19 @@ func checkSchemaCreators(ctx context.Context, io IO, conn *pgx.Conn, schema stri
 		return true, nil
 	}
 	return false, exitError{ExitFailure, fmt.Sprintf("%s\nor pass --allow-schema-create to migrate anyway; %s", fix, done)}
+}
+
+// warnPathCreators warns of every other schema on a search_path of the
+// database in which roles other than its owner may create objects
+// (migrations.PathCreators): outboxtop's own sessions never search them, the
+// database's other sessions do.
+func warnPathCreators(ctx context.Context, io IO, conn *pgx.Conn, schema string) error {
+	cs, err := migrations.PathCreators(ctx, conn, schema)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		fmt.Fprintf(io.Err, "outboxtop: warning: %s\n", migrations.PathCreatorsFix(c))
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outboxtop/outboxtop/internal/cmd"
 	"github.com/outboxtop/outboxtop/internal/testenv"
@@ -252,6 +253,83 @@ func TestPlantedOverloadsNeverRunInOutboxtopsSessions(t *testing.T) {
 		t.Errorf("migrate: exit %d:\n%s", code, out)
 	}
 	step("migrate")
+}
+
+// TestMigrateAndGrantsWarnOfASearchPathSchemaOthersMayCreateIn: with
+// outboxtop's tables in schema outbox, migrate and the printed grants (applied
+// by the owner) warn that public, on the database's default search_path, lets
+// PUBLIC create in it, with the REVOKE that fixes it, and go on; a schema set
+// on the path with ALTER DATABASE is checked too. Once revoked they say
+// nothing.
+func TestMigrateAndGrantsWarnOfASearchPathSchemaOthersMayCreateIn(t *testing.T) {
+	t.Parallel()
+	b := setupIn(t, "console", "outbox")
+	var db string
+	if err := b.admin.QueryRow(b.ctx, `SELECT current_database()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.admin.Exec(b.ctx, `GRANT CREATE ON SCHEMA public TO PUBLIC; CREATE SCHEMA app; GRANT CREATE ON SCHEMA app TO `+
+		pgx.Identifier{b.role}.Sanitize()+`; ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` SET search_path = app, "$user", public`); err != nil {
+		t.Fatal(err)
+	}
+	var grants strings.Builder
+	if code := cmd.Run(b.ctx, []string{"grants", "--role", "operator", "--schema", "outbox", "--to", b.role},
+		cmd.IO{Out: &grants, Err: &grants, Getenv: func(string) string { return "" }}); code != cmd.ExitOK {
+		t.Fatalf("grants: %s", grants.String())
+	}
+	apply := func() []string {
+		t.Helper()
+		cfg, err := pgx.ParseConfig(b.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var warnings []string
+		cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+			if n.Severity == "WARNING" {
+				warnings = append(warnings, n.Message+" HINT: "+n.Hint)
+			}
+		}
+		conn, err := pgx.ConnectConfig(b.ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(b.ctx)
+		if _, err := conn.Exec(b.ctx, grants.String()); err != nil {
+			t.Fatalf("the printed grants: %v", err)
+		}
+		return warnings
+	}
+	migrate := func() string {
+		t.Helper()
+		code, out := run(t, b.ctx, nil, "migrate", "--dsn", b.dsn, "--schema", "outbox")
+		if code != cmd.ExitOK {
+			t.Fatalf("migrate: exit %d:\n%s", code, out)
+		}
+		return out
+	}
+	warned := strings.Join(apply(), "\n")
+	for _, want := range []string{"schema app lets " + b.role, "REVOKE CREATE ON SCHEMA app FROM " + b.role + ";",
+		"schema public lets PUBLIC", "REVOKE CREATE ON SCHEMA public FROM PUBLIC;"} {
+		if !strings.Contains(warned, want) {
+			t.Errorf("the printed grants' warnings do not say %q:\n%s", want, warned)
+		}
+	}
+	out := migrate()
+	for _, want := range []string{`schema "app" lets ` + b.role, `REVOKE CREATE ON SCHEMA "app" FROM ` + b.role + ";",
+		`schema "public" lets PUBLIC`, `REVOKE CREATE ON SCHEMA "public" FROM PUBLIC;`, "search_path"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("migrate's warnings do not say %q:\n%s", want, out)
+		}
+	}
+	if _, err := b.admin.Exec(b.ctx, `REVOKE CREATE ON SCHEMA public FROM PUBLIC; REVOKE CREATE ON SCHEMA app FROM `+pgx.Identifier{b.role}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	if w := apply(); len(w) != 0 {
+		t.Errorf("the printed grants warn after the revocations: %q", w)
+	}
+	if out := migrate(); strings.Contains(out, "warning") {
+		t.Errorf("migrate warns after the revocations:\n%s", out)
+	}
 }
 
 // withParam is dsn with the query parameter name set to value.
