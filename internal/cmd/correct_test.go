@@ -72,6 +72,14 @@ func TestCorrectShowsTheDiffThenReplacesTheEvent(t *testing.T) {
 	if n, actor := auditCount(t, pool); n != 1 || actor != "alice" || seqs != 1 || archived != 1 {
 		t.Errorf("after correct: %d audit rows by %q, %d copies in the original's seq, %d archived originals; want 1 by alice, 1, 1", n, actor, seqs, archived)
 	}
+	// The copy's trace names what it corrects.
+	var copyID string
+	if err := pool.QueryRow(context.Background(), `SELECT event_id::text FROM outbox_event WHERE correction_of = $1`, cliFailed).Scan(&copyID); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, env, "trace", copyID); r.code != ExitOK || !strings.Contains(r.out, "correction_of") || !strings.Contains(r.out, cliFailed) {
+		t.Errorf("trace of the corrected copy: %+v", r)
+	}
 }
 
 // The payload may come on stdin.

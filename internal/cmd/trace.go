@@ -162,6 +162,9 @@ func printTrace(w io.Writer, t inspect.Trace, behind *inspect.Head, withKafka bo
 	if t.ReplayOf != "" {
 		kv("replay_of", termtext.Sanitize(t.ReplayOf))
 	}
+	if t.CorrectionOf != "" {
+		kv("correction_of", termtext.Sanitize(t.CorrectionOf)+" (the failed event this corrected copy replaces, archived)")
+	}
 	for _, r := range t.Replays {
 		kv("replayed as", r)
 	}
