@@ -9,19 +9,19 @@ import (
 	"github.com/outboxtop/outboxtop/internal/ident"
 )
 
-// TestActorCheckIsIdentsBlank: the audit function refuses an actor made only
-// of the code points internal/ident's Key takes out (ident.BlankRanges), so an
-// actor the Go side accepts the database accepts, and the other way round. A
-// Go whose Unicode tables move fails it: the class in the file is then
-// written again from the one this test prints.
+// TestActorCheckIsIdentsBlank: the functions' actor check refuses an actor
+// made only of the code points internal/ident's Key takes out
+// (ident.BlankRanges), so an actor the Go side accepts the database accepts,
+// and the other way round. A Go whose Unicode tables move fails it: the class
+// in the file is then written again from the one this test prints.
 func TestActorCheckIsIdentsBlank(t *testing.T) {
 	t.Parallel()
-	body, err := os.ReadFile("functions/outboxtop_audit_write.sql")
+	body, err := os.ReadFile("functions/outboxtop_actor_check.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if class := postgresClass(ident.BlankRanges()); !strings.Contains(string(body), "'"+class+"'") {
-		t.Errorf("outboxtop_audit_write's actor check is not ident.Blank; its class is\n%s", class)
+		t.Errorf("outboxtop_actor_check is not ident.Blank; its class is\n%s", class)
 	}
 }
 

@@ -74,6 +74,9 @@ func (i *Inspector) TerminateBackend(ctx context.Context, r TerminateRequest) (T
 	if !x.Backend() {
 		return TerminateResult{}, ErrNotBackend
 	}
+	if err := checkActor(r.Actor); err != nil {
+		return TerminateResult{}, err
+	}
 	actor := r.Actor
 	if actor == "" {
 		actor = DefaultActor(nil)

@@ -32,6 +32,7 @@ BEGIN
             OR pg_catalog.jsonb_typeof(p_target -> 'backend_start') IS DISTINCT FROM 'string' THEN
         RAISE EXCEPTION 'terminate-backend: the target needs a pid and its backend_start' USING ERRCODE = '22023';
     END IF;
+    PERFORM {{.schema}}.outboxtop_actor_check(p_actor);
     target_pid := (p_target ->> 'pid')::integer;
     IF target_pid = pg_catalog.pg_backend_pid() THEN
         RAISE EXCEPTION 'terminate-backend: pid % is this session''s own backend', target_pid USING ERRCODE = '22023';

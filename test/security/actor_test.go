@@ -103,3 +103,37 @@ func (b *bundle) cliAs(t *testing.T, args ...string) (int, string) {
 	}})
 	return code, out.String() + errb.String()
 }
+
+// TestInvisibleActorEndsNoBackend: terminate-backend checks its actor before
+// it signals: the audit row is written only after the backend has exited, so
+// a refusal there came too late, leaving a backend ended and no row naming
+// who ended it. The operator's own second session is the target (the
+// operator may end its own role's backends).
+func TestInvisibleActorEndsNoBackend(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "operator")
+	victim, err := b.as.Acquire(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Release()
+	pid := victim.Conn().PgConn().PID()
+	const target = `(SELECT jsonb_build_object('pid', pid, 'backend_start', backend_start, 'xact_start', xact_start)
+		FROM pg_stat_activity WHERE pid = $2)`
+	for _, actor := range invisibleActors {
+		_, err := b.as.Exec(b.ctx, `SELECT outboxtop_audit_terminate($1, 'stuck', `+target+`)`, actor, pid)
+		assertRefused(t, "terminate-backend by "+strconv.QuoteToASCII(actor), "22023", err)
+		if err := victim.Ping(b.ctx); err != nil {
+			t.Fatalf("terminate-backend by %s, refused, ended the backend: %v", strconv.QuoteToASCII(actor), err)
+		}
+	}
+	in, err := inspect.New(b.as, "public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = in.TerminateBackend(b.ctx, inspect.TerminateRequest{Actor: invisibleActors[0], Reason: "stuck",
+		Holder: inspect.XminHolder{PID: int32(pid), Kind: inspect.HolderSession}})
+	if err == nil || !strings.Contains(err.Error(), "shows nothing") {
+		t.Errorf("the inspector's terminate by an invisible actor: %v, want it refused before anything is asked", err)
+	}
+}
