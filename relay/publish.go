@@ -252,19 +252,27 @@ func (r *Relay) lostFences(n int) {
 	r.log.Warn("lost fences: leases expired before the mark; another relay owns these events now", "events", n)
 }
 
+// count counts the settled events; an event's own error becomes the relay's
+// last error (Status.LastError), so that it is the latest trouble, not an
+// outage long over.
 func (r *Relay) count(settles []settlement) {
+	now := time.Now()
 	for _, s := range settles {
 		switch {
 		case s.dead:
 			r.m.Failed.Inc()
 			r.stats.failed.Add(1)
 			r.log.Warn("event failed", "event_id", s.id, "error", *s.err)
+			r.lastError.Store(&timedError{at: now, msg: "event " + s.id.String() + " failed: " + *s.err})
 		case s.refund:
 			r.m.Released.Inc()
 			r.stats.released.Add(1)
 		default:
 			r.m.Retried.Inc()
 			r.stats.retried.Add(1)
+			if s.err != nil {
+				r.lastError.Store(&timedError{at: now, msg: "event " + s.id.String() + " is tried again later: " + *s.err})
+			}
 		}
 	}
 }

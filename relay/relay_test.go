@@ -198,6 +198,10 @@ func TestPoisonEventsFailAtOnceAndOthersFlow(t *testing.T) {
 	if !strings.Contains(lastErr, "invalid topic") {
 		t.Fatalf("illegal topic: last_error %q", lastErr)
 	}
+	// The relay's own last error is an event's failure: the latest trouble.
+	if st := r.Status(); !strings.Contains(st.LastError, " failed: ") || (!strings.Contains(st.LastError, "invalid topic") && !strings.Contains(st.LastError, "too large")) {
+		t.Fatalf("the relay's last error: %q", st.LastError)
+	}
 	// The later events of both aggregates wait, unpublished, not failed, not charged.
 	if got := b.count(t, "event_type IN ('OrderPaid', 'Weird2') AND published_at IS NULL AND failed_at IS NULL AND attempts = 0"); got != 2 {
 		t.Fatalf("events behind poison: %d waiting uncharged, want 2", got)

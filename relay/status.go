@@ -31,8 +31,11 @@ type Status struct {
 	// MaxMissingTopics: the events wait, their attempts not counted, until an
 	// operator creates the topic.
 	MissingTopics []MissingTopic
-	LastError     string
-	LastErrorAt   time.Time
+	// LastError is the latest trouble and when it was: the relay's own (a claim,
+	// a mark, the brokers unreachable) or an event's (failed, or tried again
+	// later), whichever came last.
+	LastError   string
+	LastErrorAt time.Time
 }
 
 // Status returns the relay's current status.
