@@ -3,8 +3,9 @@
 // floors, bottom to top:
 //
 //	0  plumbing: the contract types, SQL templates, throwaway PostgreSQL,
-//	   checked files, rate limits, terminal-safe text
-//	1  the schema, and what applications link: producer API and inbox
+//	   checked files, rate limits, the normalisation of compared names
+//	1  the schema, and what applications link: producer API and inbox;
+//	   terminal-safe text
 //	2  the relay, the read model, consumer lag, the test environment
 //	3  what runs beside them: housekeeping, fleets, the demo
 //	4  the console and the wiring every command opens through
@@ -31,9 +32,9 @@ const module = "github.com/outboxtop/outboxtop"
 
 var floors = map[string]int{
 	"wire": 0, "internal/pgsql": 0, "internal/pgtemp": 0, "internal/securefile": 0,
-	"internal/throttle": 0, "internal/termtext": 0, "internal/console/internal/seed": 0,
+	"internal/throttle": 0, "internal/ident": 0, "internal/console/internal/seed": 0,
 
-	"migrations": 1, "outbox": 1, "inbox": 1,
+	"migrations": 1, "outbox": 1, "inbox": 1, "internal/termtext": 1,
 
 	"relay": 2, "internal/inspect": 2, "internal/consumerlag": 2, "internal/testenv": 2,
 
