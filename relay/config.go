@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/outboxtop/outboxtop/wire"
 )
@@ -19,6 +21,15 @@ const (
 	OrderAggregate Ordering = "aggregate"
 	// OrderNone publishes in claim order with no per-aggregate guarantee.
 	OrderNone Ordering = "none"
+)
+
+// CloudEventsMode says whether records carry CloudEvents' headers.
+type CloudEventsMode string
+
+const (
+	CloudEventsOff    CloudEventsMode = "off"    // the relay's own headers only
+	CloudEventsBeside CloudEventsMode = "beside" // CloudEvents' and the relay's own
+	CloudEventsOnly   CloudEventsMode = "only"   // CloudEvents' instead of the relay's own
 )
 
 // defaultBatchBytes is BatchBytes's default, when MaxMessageBytes is smaller.
@@ -56,6 +67,15 @@ type Config struct {
 	// A relay holds at most InFlight batches, so about InFlight × BatchBytes of
 	// payloads.
 	BatchBytes int
+	// CloudEvents sets CloudEvents' headers on every record (Kafka binary
+	// content mode, wire.CloudEventsHeaders): CloudEventsOff (the default),
+	// CloudEventsBeside the relay's own headers, or CloudEventsOnly. A row's
+	// own header that reads as one of them fails its event, as one that reads
+	// as the relay's own does.
+	CloudEvents CloudEventsMode
+	// CloudEventsSource is ce_source's template: {aggregate_type} and
+	// {event_type} are filled in. Default wire.DefaultCloudEventsSource.
+	CloudEventsSource string
 	// PublishTimeout bounds how long a batch waits for Kafka's acknowledgements;
 	// records still unacknowledged then count as failed (and, if the brokers do not
 	// answer, as an outage).
@@ -184,6 +204,12 @@ func (c Config) withDefaults() Config {
 	if c.BatchBytes == 0 {
 		c.BatchBytes = max(defaultBatchBytes, c.MaxMessageBytes)
 	}
+	if c.CloudEvents == "" {
+		c.CloudEvents = CloudEventsOff
+	}
+	if c.CloudEventsSource == "" {
+		c.CloudEventsSource = wire.DefaultCloudEventsSource
+	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = d.PublishTimeout
 	}
@@ -244,6 +270,10 @@ func (c Config) Validate() error {
 		return bad("Holder", "is %d bytes, at most 200", len(c.Holder))
 	case c.MaxMessageBytes < 1024:
 		return bad("MaxMessageBytes", "must be at least 1024, not %d", c.MaxMessageBytes)
+	case c.CloudEvents != CloudEventsOff && c.CloudEvents != CloudEventsBeside && c.CloudEvents != CloudEventsOnly:
+		return bad("CloudEvents", "must be off, beside or only, not %q", c.CloudEvents)
+	case strings.IndexFunc(c.CloudEventsSource, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return bad("CloudEventsSource", "%q: a URI reference holds no white space or control characters", c.CloudEventsSource)
 	}
 	if err := wire.ValidateTopicTemplate(c.TopicTemplate); err != nil {
 		return bad("TopicTemplate", "%q: %v", c.TopicTemplate, err)

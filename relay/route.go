@@ -33,6 +33,15 @@ type event struct {
 // franz-go's and an oversized event is failed alone, never mid-partition.
 const recordOverhead = 512
 
+// reservedHeaders are the headers the relay sets on every record, which a
+// row's own may not read as: its own, and CloudEvents' when it sets them.
+func (r *Relay) reservedHeaders() []string {
+	if r.cfg.CloudEvents == CloudEventsOff {
+		return wire.ReservedHeaders()
+	}
+	return append(wire.ReservedHeaders(), wire.CloudEventsHeaders()...)
+}
+
 // deferred reports whether the claim left e's payload out for the batch's byte
 // budget (Config.BatchBytes), not for its size: it is claimed again.
 func (r *Relay) deferred(e *event) bool {
@@ -64,8 +73,15 @@ func (r *Relay) record(e *event) (*kgo.Record, error) {
 	rec := &kgo.Record{Topic: topic, Key: []byte(e.aggregateID), Value: e.payload}
 	meta := wire.Meta{EventID: e.id.String(), EventType: e.eventType, AggregateType: e.aggregateType,
 		AggregateID: e.aggregateID, CreatedAt: e.createdAt}
-	for _, h := range meta.Headers() {
-		rec.Headers = append(rec.Headers, kgo.RecordHeader(h))
+	if r.cfg.CloudEvents != CloudEventsOnly {
+		for _, h := range meta.Headers() {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader(h))
+		}
+	}
+	if r.cfg.CloudEvents != CloudEventsOff {
+		for _, h := range meta.CloudEvents(r.cfg.CloudEventsSource) {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader(h))
+		}
 	}
 	if len(e.headers) > 0 && string(e.headers) != "null" {
 		var extra map[string]any
@@ -84,7 +100,7 @@ func (r *Relay) record(e *event) (*kgo.Record, error) {
 			// A consumer that looks headers up without regard to case, width or
 			// stray characters, or a person, would take such a header for the
 			// relay's own.
-			if h := ident.Lookalike(k, wire.ReservedHeaders()); h != "" {
+			if h := ident.Lookalike(k, r.reservedHeaders()); h != "" {
 				return nil, permanentError{fmt.Sprintf("headers: header %q is too like the reserved %q: the relay sets that on every record", k, h)}
 			}
 			var v []byte

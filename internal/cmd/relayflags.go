@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/outboxtop/outboxtop/relay"
+	"github.com/outboxtop/outboxtop/wire"
 )
 
 // relayFlags are the relay's and Kafka's settings, shared by the console (relay
@@ -18,6 +19,7 @@ type relayFlags struct {
 
 	brokers          string
 	ordering         string
+	cloudEvents      string
 	topics           string
 	saslPasswordFile string
 }
@@ -31,6 +33,8 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cfg.TopicTemplate, "topic-template", d.TopicTemplate, "topic for rows without a topic; placeholders {aggregate_type}, {event_type}")
 	fs.StringVar(&f.topics, "topics", "", "topics the relay may write to, comma-separated, * for any run of characters (orders.*,billing); an event to another fails at once. Default: all but the internal topics of Kafka (__*), the schema registry (_schemas), Confluent (_confluent*) and Kafka Connect (connect-configs, connect-offsets, connect-status), which only a pattern naming them allows")
 	fs.StringVar(&f.ordering, "ordering", string(d.Ordering), "aggregate: each aggregate's events in seq order; none: no order, more throughput")
+	fs.StringVar(&f.cloudEvents, "cloudevents", string(relay.CloudEventsOff), "CloudEvents headers on every record (Kafka binary content mode: ce_id, ce_type, ce_source, ce_subject, ce_time, content-type): off, beside the relay's own headers, or only")
+	fs.StringVar(&f.cfg.CloudEventsSource, "cloudevents-source", wire.DefaultCloudEventsSource, "ce_source of each record, a URI reference; placeholders {aggregate_type}, {event_type}")
 	fs.IntVar(&f.cfg.BatchSize, "batch-size", d.BatchSize, "events claimed per batch")
 	fs.IntVar(&f.cfg.InFlight, "in-flight", d.InFlight, "batches published at once")
 	fs.DurationVar(&f.cfg.Lease, "lease", d.Lease, "how long a claimed batch is owned before another relay may take it (renewed while publishing)")
@@ -69,6 +73,7 @@ func (f *relayFlags) resolve(schema string, io IO) error {
 		return usagef("no Kafka brokers: set --brokers or KAFKA_BROKERS")
 	}
 	f.cfg.Ordering = relay.Ordering(f.ordering)
+	f.cfg.CloudEvents = relay.CloudEventsMode(f.cloudEvents)
 	f.cfg.Topics = nil
 	for _, p := range strings.Split(f.topics, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -142,7 +147,7 @@ var relayFlagOf = map[string]string{
 	"PollInterval": "--poll-interval", "Ordering": "--ordering", "PublishTimeout": "--publish-timeout",
 	"LockTimeout": "--lock-timeout", "SweepInterval": "--sweep-interval", "HeartbeatInterval": "--heartbeat-interval",
 	"Holder": "the relay's holder name", "MaxMessageBytes": "--kafka-max-message-bytes",
-	"TopicTemplate": "--topic-template", "Topics": "--topics",
+	"TopicTemplate": "--topic-template", "Topics": "--topics", "CloudEvents": "--cloudevents", "CloudEventsSource": "--cloudevents-source",
 	// KafkaConfig's.
 	"Brokers": "--brokers (or KAFKA_BROKERS)", "Compression": "--kafka-compression",
 	"SASLMechanism": "--kafka-sasl-mechanism", "SASLUser": "--kafka-sasl-user",
