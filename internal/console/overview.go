@@ -232,9 +232,14 @@ func (m *Model) viewOverview(w, h int) string {
 	}
 	left = append(left, rates, kv("backlog", m.backlogText(st)))
 
-	right := []string{st.section.Render("RELAY")}
+	// The RELAY column's lines, each ranked by what it gives way to: when the
+	// column is taller than the OUTBOX one (its height is fixed, whatever the
+	// terminal's), the lowest ranks go first, and the extras (a demo's fault
+	// switches and what they did) never do.
+	var col rightColumn
+	col.add(rankTitle, st.section.Render("RELAY"))
 	if r := vm.relay; r == nil {
-		right = append(right, kv("state", "none in this process"))
+		col.add(rankTitle, kv("state", "none in this process"))
 	} else {
 		state := st.good.Render("running") + fmt.Sprintf(" · %d in flight", r.InFlight)
 		if r.Paused {
@@ -244,9 +249,8 @@ func (m *Model) viewOverview(w, h int) string {
 		if !r.BrokerReachable {
 			broker = st.bad.Render("UNREACHABLE")
 		}
-		right = append(right,
-			kv("state", state),
-			kv("broker", broker),
+		col.add(rankTitle, kv("state", state), kv("broker", broker))
+		col.add(rankFigures,
 			kv("last batch", fmt.Sprintf("%d ev %s · claim %s", r.LastBatch, ms(r.LastPublish), ms(r.LastClaim))),
 			kv("published", fmt.Sprintf("%s · fail %s · retry %s", compact(inspect.Count{Value: int64(r.Published)}),
 				compact(inspect.Count{Value: int64(r.Failed)}), compact(inspect.Count{Value: int64(r.Retried)}))),
@@ -254,28 +258,38 @@ func (m *Model) viewOverview(w, h int) string {
 		// Shown only when they happened: batches given back (an outage, a
 		// missing topic, shutdown) and marks that lost their lease.
 		if r.Released > 0 || r.LostFences > 0 {
-			right = append(right, kv("released", fmt.Sprintf("%s · lost fences %s",
+			col.add(rankReleased, kv("released", fmt.Sprintf("%s · lost fences %s",
 				compact(inspect.Count{Value: int64(r.Released)}), compact(inspect.Count{Value: int64(r.LostFences)}))))
 		}
 		if r.HeadsLocked > 0 {
-			right = append(right, st.warn.Render(fmt.Sprintf("%d heads held locked by another session", r.HeadsLocked)))
+			col.add(rankWarning, st.warn.Render(fmt.Sprintf("%d heads held locked by another session", r.HeadsLocked)))
 		}
 		// The error's text gets the lines the column has left after the
 		// extras and the relays line: one at least, three at most.
-		wrap := min(max(overviewTop-len(right)-2-len(vm.extras), 1), 3)
+		wrap := min(max(overviewTop-col.len()-2-len(vm.extras), 1), 3)
+		errorLines := func(label string, text []string) {
+			col.add(rankErrorLabel, label)
+			for k, l := range text {
+				rank := rankErrorMore
+				if k == 0 {
+					rank = rankErrorFirst
+				}
+				col.add(rank, l)
+			}
+		}
 		switch {
 		case r.LastError == "":
-			right = append(right, kv("last error", "-"))
+			col.add(rankErrorLabel, kv("last error", "-"))
 		case m.errorResolved():
-			right = append(right, kv("last error", st.dim.Render(age(now.Sub(r.LastErrorAt))+" ago, since resolved")))
-			right = append(right, wrapLines(r.LastError, w-colW-2, wrap, st.dim)...)
+			errorLines(kv("last error", st.dim.Render(age(now.Sub(r.LastErrorAt))+" ago, since resolved")),
+				wrapLines(r.LastError, w-colW-2, wrap, st.dim))
 		default:
-			right = append(right, kv("last error", st.bad.Render(age(now.Sub(r.LastErrorAt))+" ago")))
-			right = append(right, wrapLines(r.LastError, w-colW-2, wrap, st.bad)...)
+			errorLines(kv("last error", st.bad.Render(age(now.Sub(r.LastErrorAt))+" ago")),
+				wrapLines(r.LastError, w-colW-2, wrap, st.bad))
 		}
 	}
 	for _, e := range vm.extras {
-		right = append(right, st.warn.Render(e))
+		col.add(rankExtra, st.warn.Render(e))
 	}
 	// Shown only when there are any: aggregates whose seq order, the order
 	// they are published in, may not be their commit order (status lists
@@ -283,7 +297,7 @@ func (m *Model) viewOverview(w, h int) string {
 	if o := vm.order; o.Unserialized > 0 {
 		// An estimate (an upper bound), marked ~ as the console marks them.
 		n := compact(inspect.Count{Value: o.Unserialized, Bound: o.Bound, Estimate: true})
-		right = append(right, kv("unserialized", st.warn.Render(n+" aggregates")))
+		col.add(rankWarning, kv("unserialized", st.warn.Render(n+" aggregates")))
 	}
 	// Inserts held up behind a writer of their aggregate that stays open
 	// (status names the holders).
@@ -292,18 +306,16 @@ func (m *Model) viewOverview(w, h int) string {
 		if len(o.Holders) > 0 {
 			held = fmt.Sprintf("%d wait on pid %d %s", o.Waiting, o.Holders[0].PID, age(o.Holders[0].Open.Duration()))
 		}
-		right = append(right, kv("order lock", st.warn.Render(held)))
+		col.add(rankWarning, kv("order lock", st.warn.Render(held)))
 	}
 	// Every relay process the outbox knows of (heartbeats, lease holders), then
 	// as many of them as fit beside the OUTBOX column: the list never pushes the
 	// incident sections down.
-	right = append(right, kv("relays seen", m.relaysSummary()))
-	right = append(right, m.relayLines(len(left)-len(right), w-colW, since)...)
-	if len(right) > len(left) {
-		// Extras past the column's height: the last line says how many are cut.
-		cut := len(right) - len(left) + 1
-		right = append(right[:len(left)-1:len(left)-1], st.dim.Render(fmt.Sprintf("… %d more lines: widen or heighten the terminal", cut)))
-	}
+	col.add(rankRelaysSeen, kv("relays seen", m.relaysSummary()))
+	col.add(rankRelayList, m.relayLines(len(left)-col.len(), w-colW, since)...)
+	right := col.fit(len(left), func(cut int) string {
+		return st.dim.Render(fmt.Sprintf("… %d more lines", cut))
+	})
 
 	lines := joinColumns(left, right, colW, w-colW)
 
@@ -655,4 +667,59 @@ func (m *Model) viewNotRead(w int) string {
 			"no figure is shown until it completes: none is known yet")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// The ranks of the RELAY column's lines (rightColumn): when the column is
+// too tall, the lowest go first.
+const (
+	rankRelayList = iota + 1
+	rankRelaysSeen
+	rankErrorMore
+	rankReleased
+	rankFigures
+	rankWarning
+	rankErrorFirst
+	rankErrorLabel
+	rankTitle
+	rankExtra
+)
+
+// rightColumn is the Overview's RELAY column, its lines ranked.
+type rightColumn struct {
+	lines []string
+	ranks []int
+}
+
+func (c *rightColumn) add(rank int, lines ...string) {
+	for _, l := range lines {
+		c.lines, c.ranks = append(c.lines, l), append(c.ranks, rank)
+	}
+}
+
+func (c *rightColumn) len() int { return len(c.lines) }
+
+// fit returns the column in at most h lines: as it is when it fits, else
+// without its lowest-ranked lines (the last of a rank first) and ending in
+// marker(n), n the lines left out. A line ranked rankExtra is never left
+// out while h has room for it.
+func (c *rightColumn) fit(h int, marker func(int) string) []string {
+	if len(c.lines) <= h {
+		return c.lines
+	}
+	drop := make([]bool, len(c.lines))
+	cut := 0
+	for rank := rankRelayList; rank <= rankExtra && len(c.lines)-cut > h-1; rank++ {
+		for k := len(c.lines) - 1; k >= 0 && len(c.lines)-cut > h-1; k-- {
+			if c.ranks[k] == rank {
+				drop[k], cut = true, cut+1
+			}
+		}
+	}
+	var out []string
+	for k, l := range c.lines {
+		if !drop[k] {
+			out = append(out, l)
+		}
+	}
+	return append(out, marker(cut))
 }
