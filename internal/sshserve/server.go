@@ -76,6 +76,7 @@ type Server struct {
 	closing bool
 	open    sync.WaitGroup
 	conns   map[*connState]struct{} // under mu
+	ptys    sync.Map                // ssh.Session → sessionPty, from its shell or exec request to its handler
 }
 
 // Why a console closes, told to its client.
@@ -148,6 +149,7 @@ func New(cfg Config) (*Server, error) {
 		func(srv *ssh.Server) error {
 			srv.HandshakeTimeout = 30 * time.Second
 			srv.ConnCallback = s.accept
+			srv.SessionRequestCallback = s.sessionStarts
 			srv.ServerConfigCallback = func(ssh.Context) *gossh.ServerConfig {
 				return &gossh.ServerConfig{MaxAuthTries: 6}
 			}

@@ -18,6 +18,7 @@ import (
 // handle serves one session: the console on a terminal, the status text without
 // one.
 func (s *Server) handle(sess ssh.Session) {
+	pty, winch, hasPty := s.ptyOf(sess) // first: every session takes its entry
 	if !s.track() {
 		fmt.Fprintf(sess.Stderr(), "%s\r\n", errShutdown)
 		_ = sess.Exit(1)
@@ -55,7 +56,6 @@ func (s *Server) handle(sess ssh.Session) {
 	done = sync.OnceFunc(done)
 	defer done()
 
-	pty, winch, hasPty := sess.Pty()
 	cmd := sess.Command()
 	switch {
 	case len(cmd) > 1 || len(cmd) == 1 && cmd[0] != "status":
@@ -146,6 +146,34 @@ func (s *Server) handle(sess ssh.Session) {
 			}
 		}
 	}
+}
+
+// sessionPty is a session's pty as its shell or exec request found it.
+type sessionPty struct {
+	pty   ssh.Pty
+	winch <-chan ssh.Window
+	ok    bool
+}
+
+// sessionStarts is the SSH library's SessionRequestCallback: it reads the pty of
+// a session about to start, on the goroutine that handles the session's
+// requests. The library writes a window change into the same struct there,
+// unguarded, so the session's handler may not read it (a client that resizes
+// at once made that a data race).
+func (s *Server) sessionStarts(sess ssh.Session, request string) bool {
+	if request != "shell" && request != "exec" {
+		return false // a subsystem: none is served
+	}
+	pty, winch, ok := sess.Pty()
+	s.ptys.Store(sess, sessionPty{pty, winch, ok})
+	return true
+}
+
+// ptyOf is what sessionStarts read of sess's pty, given once.
+func (s *Server) ptyOf(sess ssh.Session) (ssh.Pty, <-chan ssh.Window, bool) {
+	v, _ := s.ptys.LoadAndDelete(sess)
+	p, _ := v.(sessionPty)
+	return p.pty, p.winch, p.ok
 }
 
 func closeReason(why, err error) string {
