@@ -11,7 +11,17 @@
 // removing a line revokes the key for new connections without a restart.
 //
 // A session without a terminal (ssh host, with -T or a command of "status") gets
-// the text of outboxtop status and ends. A console idle for longer than the idle
-// timeout (no key pressed, no resize) is closed, and so is every console when the
-// server shuts down; each is told why.
+// the text of outboxtop status and ends. A console is drawn for at most
+// MaxTerminalWidth×MaxTerminalHeight cells, whatever size the client's pty-req
+// or window-change says: the console's memory grows with its area (a client
+// asking for 10000×10000 made it take gigabytes), and a larger terminal shows
+// the console in its top left corner.
+//
+// A console ends when it is quit, when its channel closes or its connection
+// goes (the client left: logged as "console session closed by the client"),
+// when it has been idle for longer than the idle timeout (no key pressed, no
+// resize), when its key is revoked, and when the server shuts down; the client
+// is told why when it is still there, and the end is logged. A console that has
+// ended but has not stopped within ShutdownGrace (its output blocked on a client
+// that reads none) has its connection closed, which stops it.
 package sshserve

@@ -59,6 +59,12 @@ func setup(t *testing.T, tweak func(*Config)) *testBundle {
 // setupOn is setup over a migrated database the test brings.
 func setupOn(t *testing.T, pool *pgxpool.Pool, tweak func(*Config)) *testBundle {
 	t.Helper()
+	return setupListening(t, pool, tweak, nil)
+}
+
+// setupListening is setupOn with the server's listener wrapped by wrap (nil: as is).
+func setupListening(t *testing.T, pool *pgxpool.Pool, tweak func(*Config), wrap func(net.Listener) net.Listener) *testBundle {
+	t.Helper()
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, `INSERT INTO outbox_event
 		(event_id, aggregate_type, aggregate_id, event_type, payload, attempts, failed_at, last_error)
@@ -114,6 +120,9 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, tweak func(*Config)) *testBundle 
 		t.Fatal(err)
 	}
 	b.addr = ln.Addr().String()
+	if wrap != nil {
+		ln = wrap(ln)
+	}
 	sctx, cancel := context.WithCancel(context.Background())
 	b.cancel, b.served = cancel, make(chan error, 1)
 	go func() { b.served <- b.srv.Serve(sctx, ln) }()
@@ -164,12 +173,16 @@ func writeKeys(t *testing.T, path, prefix string, key gossh.Signer, comment stri
 }
 
 func (b *testBundle) dial(key gossh.Signer) (*gossh.Client, error) {
-	return gossh.Dial("tcp", b.addr, &gossh.ClientConfig{
+	return gossh.Dial("tcp", b.addr, b.clientConfig(key))
+}
+
+func (b *testBundle) clientConfig(key gossh.Signer) *gossh.ClientConfig {
+	return &gossh.ClientConfig{
 		User:            "oncall",
 		Auth:            []gossh.AuthMethod{gossh.PublicKeys(key)},
 		HostKeyCallback: gossh.FixedHostKey(b.hostKey),
 		Timeout:         10 * time.Second,
-	})
+	}
 }
 
 // session is an SSH session with a terminal of w×h running the console.

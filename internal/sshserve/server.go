@@ -59,7 +59,9 @@ type Config struct {
 	// then not used and may be nil.
 	Fleet *Fleet
 	// ShutdownGrace bounds how long open sessions get to close when the server
-	// stops (default 5 s); connections still open then are cut.
+	// stops (default 5 s); connections still open then are cut. It also bounds
+	// how long a console whose session has ended (client gone, idle, key
+	// revoked) gets to stop before its connection is cut.
 	ShutdownGrace time.Duration
 }
 
@@ -83,6 +85,9 @@ type Server struct {
 var (
 	errShutdown = errors.New("outboxtop serve is shutting down")
 	errIdle     = errors.New("idle for too long")
+	// errClientGone ends a console whose channel closed or whose connection
+	// went: there is nobody left to tell.
+	errClientGone = errors.New("the client closed the session")
 )
 
 // New checks cfg, loads (or generates) the host key and builds the server.
