@@ -200,14 +200,8 @@ func TestTerminalSizeResizeAndCtrlZ(t *testing.T) {
 	c.waitFor("this terminal is 70×20")
 	// ctrl+z must not stop the process serving the console (this test's own).
 	c.send("\x1a")
-	if err := c.sess.WindowChange(22, 60); err != nil {
-		t.Fatal(err)
-	}
-	c.waitFor("this terminal is 60×22")
-	if err := c.sess.WindowChange(30, 100); err != nil {
-		t.Fatal(err)
-	}
-	c.waitFor("Overview")
+	c.resizeTo(60, 22, "this terminal is 60×22")
+	c.resizeTo(100, 30, "Overview")
 	c.send("q")
 	c.waitClosed()
 }
