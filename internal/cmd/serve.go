@@ -26,6 +26,7 @@ type serveFlags struct {
 	operators      string
 	idleTimeout    time.Duration
 	maxPerKey      int
+	maxUnauth      int
 	noRelay        bool
 	readOnly       bool
 	db             dbFlags
@@ -37,12 +38,13 @@ type serveFlags struct {
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.addr, "ssh-addr", "127.0.0.1:2222", "address the SSH server listens on (loopback by default: name an address, e.g. :2222, to accept other hosts)")
+	fs.StringVar(&f.addr, "ssh-addr", "127.0.0.1:2222", "listen address (loopback only by default: :2222 accepts other hosts)")
 	fs.StringVar(&f.hostKey, "host-key", "", "the server's private host key (generated, mode 0600, when the file does not exist) (required)")
 	fs.StringVar(&f.authorizedKeys, "authorized-keys", "", "OpenSSH authorized_keys file of the keys that may log in, read-only (required)")
-	fs.StringVar(&f.operators, "operators", "", "authorized_keys file of the keys that may also act (retry, park, …)")
+	fs.StringVar(&f.operators, "operators", "", "authorized_keys file of the keys that may also act")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 15*time.Minute, "close a console after this long without a key press (0: never)")
 	fs.IntVar(&f.maxPerKey, "max-sessions-per-key", 4, "sessions one key may hold open at once (0: no limit)")
+	fs.IntVar(&f.maxUnauth, "max-unauthenticated", 100, "connections still logging in at once, a tenth of them from one address (0: no limit)")
 	fs.BoolVar(&f.noRelay, "no-relay", false, "do not embed a relay: the consoles only watch")
 	fs.BoolVar(&f.readOnly, "read-only", false, "every session is read-only, operators included")
 	f.log.register(fs)
@@ -55,6 +57,12 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	f.lag.register(fs)
 	f.lag.registerInterval(fs)
 }
+
+// maxUnauthPerSource is how many of the --max-unauthenticated connections one
+// source (an address, an IPv6 /64) may hold: a tenth, rounded up, so that one
+// source cannot fill the bound and crowd out a login from elsewhere; 0 (no
+// limit) when the whole is not limited.
+func (f *serveFlags) maxUnauthPerSource() int { return (f.maxUnauth + 9) / 10 }
 
 // runServe is outboxtop serve: the console over SSH, one per session, sharing
 // one application (internal/app): one database pool, at most one embedded relay
@@ -75,6 +83,8 @@ func runServe(ctx context.Context, args []string, io IO) error {
 		return usagef("--idle-timeout must not be negative")
 	case f.maxPerKey < 0:
 		return usagef("--max-sessions-per-key must not be negative")
+	case f.maxUnauth < 0:
+		return usagef("--max-unauthenticated must not be negative")
 	}
 	if f.db.fleetView() {
 		return serveFleet(ctx, fs, &f, io)
@@ -124,15 +134,17 @@ func runServe(ctx context.Context, args []string, io IO) error {
 	}
 	defer closeLag()
 	srv, err := sshserve.New(sshserve.Config{
-		HostKeyPath:        f.hostKey,
-		AuthorizedKeysPath: f.authorizedKeys,
-		OperatorsPath:      f.operators,
-		IdleTimeout:        f.idleTimeout,
-		MaxSessionsPerKey:  f.maxPerKey,
-		Console:            opts,
-		ReadOnlyInspector:  a.ReadOnlyInspector,
-		Status:             statusWriter(a.Inspector, a.Pool),
-		Logger:             logger,
+		HostKeyPath:                 f.hostKey,
+		AuthorizedKeysPath:          f.authorizedKeys,
+		OperatorsPath:               f.operators,
+		IdleTimeout:                 f.idleTimeout,
+		MaxSessionsPerKey:           f.maxPerKey,
+		Console:                     opts,
+		ReadOnlyInspector:           a.ReadOnlyInspector,
+		Status:                      statusWriter(a.Inspector, a.Pool),
+		Logger:                      logger,
+		MaxUnauthenticated:          f.maxUnauth,
+		MaxUnauthenticatedPerSource: f.maxUnauthPerSource(),
 	})
 	if err != nil {
 		return usagef("%v", err)
@@ -143,7 +155,7 @@ func runServe(ctx context.Context, args []string, io IO) error {
 	}
 	logger.Info("serving the console over SSH", "addr", ln.Addr().String(), "host_key", srv.HostKeyFingerprint(),
 		"relay", !f.noRelay, "read_only", f.readOnly, "idle_timeout", f.idleTimeout,
-		"max_sessions_per_key", f.maxPerKey)
+		"max_sessions_per_key", f.maxPerKey, "max_unauthenticated", f.maxUnauth, "max_unauthenticated_per_source", f.maxUnauthPerSource())
 	err = a.Run(ctx, func(ctx context.Context) error {
 		defer reloadKeysOnSIGHUP(srv, logger)()
 		return srv.Serve(ctx, ln)

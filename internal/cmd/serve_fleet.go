@@ -21,7 +21,7 @@ import (
 
 // serveFleetFlags are serve's flags that apply with --fleet, besides fleetKafkaFlags.
 var serveFleetFlags = map[string]bool{"fleet": true, "connect-timeout": true, "ssh-addr": true, "host-key": true, "authorized-keys": true, "operators": true,
-	"idle-timeout": true, "max-sessions-per-key": true, "no-relay": true, "read-only": true, "log-format": true, "log-level": true}
+	"idle-timeout": true, "max-sessions-per-key": true, "max-unauthenticated": true, "no-relay": true, "read-only": true, "log-format": true, "log-level": true}
 
 // serveFleet is `outboxtop serve --fleet FILE`: the fleet console over SSH.
 // One poller serves every session; each outbox opened from the fleet gets one
@@ -55,12 +55,14 @@ func serveFleet(ctx context.Context, fs *pflag.FlagSet, f *serveFlags, sio IO) e
 	pools := &fleetPools{poller: p, dial: fleetLagDial(f.relay.kafka), pools: map[string]*pgxpool.Pool{}, lags: map[string]fleetLag{}}
 	defer pools.close()
 	srv, err := sshserve.New(sshserve.Config{
-		HostKeyPath:        f.hostKey,
-		AuthorizedKeysPath: f.authorizedKeys,
-		OperatorsPath:      f.operators,
-		IdleTimeout:        f.idleTimeout,
-		MaxSessionsPerKey:  f.maxPerKey,
-		Console:            console.Options{ReadOnly: f.readOnly},
+		HostKeyPath:                 f.hostKey,
+		AuthorizedKeysPath:          f.authorizedKeys,
+		OperatorsPath:               f.operators,
+		IdleTimeout:                 f.idleTimeout,
+		MaxSessionsPerKey:           f.maxPerKey,
+		Console:                     console.Options{ReadOnly: f.readOnly},
+		MaxUnauthenticated:          f.maxUnauth,
+		MaxUnauthenticatedPerSource: f.maxUnauthPerSource(),
 		Fleet: &sshserve.Fleet{
 			Source: p,
 			Title:  filepath.Base(f.db.fleet),

@@ -31,6 +31,8 @@ type connState struct {
 	sessions map[*sessionState]struct{}
 	idle     time.Time // when the last session ended, the key was accepted, or the connection opened
 	authed   bool      // the key was accepted: the handshake is over
+	source   string    // the remote address's source (sourceOf), counted in preauth until authed or closed
+	counted  bool      // the connection is in preauth
 }
 
 // handshakeGrace is the least time a connection gets to authenticate, however
@@ -39,7 +41,8 @@ type connState struct {
 // would refuse every login.
 const handshakeGrace = 10 * time.Second
 
-// authenticated starts the connection's idle clock when its key is accepted.
+// authenticated starts the connection's idle clock once its client has proved
+// it holds an accepted key, and stops counting it as unauthenticated.
 func (s *Server) authenticated(ctx ssh.Context) {
 	c, _ := ctx.Value(connStateID).(*connState)
 	if c == nil {
@@ -48,6 +51,7 @@ func (s *Server) authenticated(ctx ssh.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c.authed = true
+	s.preauth.leave(c)
 	if len(c.sessions) == 0 {
 		c.idle = time.Now()
 	}
@@ -64,13 +68,22 @@ func (c *connState) key() gossh.PublicKey {
 	return k
 }
 
-// accept registers a new connection and watches it for idleness.
+// accept registers a new connection and watches it for idleness, or refuses it
+// (nil: the SSH library closes it at once) when the unauthenticated connections
+// are at their bound.
 func (s *Server) accept(ctx ssh.Context, raw net.Conn) net.Conn {
-	c := &connState{raw: raw, ctx: ctx, sessions: map[*sessionState]struct{}{}, idle: time.Now()}
-	ctx.SetValue(connStateID, c)
+	c := &connState{raw: raw, ctx: ctx, sessions: map[*sessionState]struct{}{}, idle: time.Now(), source: sourceOf(raw.RemoteAddr())}
 	s.mu.Lock()
-	s.conns[c] = struct{}{}
+	limit, over := s.preauth.enter(c, s.cfg.MaxUnauthenticated, s.cfg.MaxUnauthenticatedPerSource)
+	if !over {
+		s.conns[c] = struct{}{}
+	}
 	s.mu.Unlock()
+	if over {
+		s.refused(raw.RemoteAddr().String(), limit)
+		return nil
+	}
+	ctx.SetValue(connStateID, c)
 	go s.watchConn(c)
 	return raw
 }
@@ -81,6 +94,7 @@ func (s *Server) watchConn(c *connState) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
+		s.preauth.leave(c)
 		s.mu.Unlock()
 	}()
 	limit := s.noSessionLimit()

@@ -10,6 +10,14 @@
 // key ("SHA256:… alice@laptop"). Both files are read again at every login, so
 // removing a line revokes the key for new connections without a restart.
 //
+// A connection is unauthenticated until its client has proved, by a signature,
+// that it holds an accepted key (naming a listed public key is not enough). At
+// most MaxUnauthenticated connections may be unauthenticated at once, and at
+// most MaxUnauthenticatedPerSource from one source (an IPv4 address, an IPv6
+// /64); a connection beyond either is closed as soon as it is accepted, before
+// the SSH greeting, so that connections which never log in cannot hold the
+// server's memory or crowd out a real login from elsewhere.
+//
 // A session without a terminal (ssh host, with -T or a command of "status") gets
 // the text of outboxtop status and ends. A console is drawn for at most
 // MaxTerminalWidth×MaxTerminalHeight cells, whatever size the client's pty-req

@@ -185,6 +185,31 @@ func (b *testBundle) clientConfig(key gossh.Signer) *gossh.ClientConfig {
 	}
 }
 
+// rawFrom opens a TCP connection to the server from the loopback address ip
+// (any of 127.0.0.0/8 reaches it), closed when the test ends.
+func (b *testBundle) rawFrom(ip string) net.Conn {
+	b.t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+	conn, err := d.Dial("tcp", b.addr)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// dialFrom logs in with key over a connection from ip.
+func (b *testBundle) dialFrom(key gossh.Signer, ip string) (*gossh.Client, error) {
+	conn := b.rawFrom(ip)
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	c, chans, reqs, err := gossh.NewClientConn(conn, b.addr, b.clientConfig(key))
+	if err != nil {
+		return nil, err
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return gossh.NewClient(c, chans, reqs), nil
+}
+
 // session is an SSH session with a terminal of w×h running the console.
 type session struct {
 	t      *testing.T

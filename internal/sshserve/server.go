@@ -63,6 +63,12 @@ type Config struct {
 	// how long a console whose session has ended (client gone, idle, key
 	// revoked) gets to stop before its connection is cut.
 	ShutdownGrace time.Duration
+	// MaxUnauthenticated bounds the connections that have not yet authenticated,
+	// over all sources; 0 means no bound. More are closed at once.
+	MaxUnauthenticated int
+	// MaxUnauthenticatedPerSource bounds them per source: an IPv4 address, an
+	// IPv6 /64; 0 means no bound.
+	MaxUnauthenticatedPerSource int
 }
 
 // Server is the console over SSH.
@@ -78,6 +84,7 @@ type Server struct {
 	closing bool
 	open    sync.WaitGroup
 	conns   map[*connState]struct{} // under mu
+	preauth preauthCount            // under mu
 	ptys    sync.Map                // ssh.Session → sessionPty, from its shell or exec request to its handler
 }
 
@@ -126,7 +133,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxSessionsPerKey < 0 {
 		return nil, errors.New("the session limit per key must not be negative")
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*connState]struct{}{}, keys: keyFiles{authorized: cfg.AuthorizedKeysPath, operators: cfg.OperatorsPath}}
+	if cfg.MaxUnauthenticated < 0 || cfg.MaxUnauthenticatedPerSource < 0 {
+		return nil, errors.New("the limits on unauthenticated connections must not be negative")
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*connState]struct{}{}, preauth: preauthCount{bySource: map[string]int{}},
+		keys: keyFiles{authorized: cfg.AuthorizedKeysPath, operators: cfg.OperatorsPath}}
 	for _, p := range []string{cfg.AuthorizedKeysPath, cfg.OperatorsPath} {
 		if p == "" {
 			continue
@@ -155,8 +166,18 @@ func New(cfg Config) (*Server, error) {
 			srv.HandshakeTimeout = 30 * time.Second
 			srv.ConnCallback = s.accept
 			srv.SessionRequestCallback = s.sessionStarts
-			srv.ServerConfigCallback = func(ssh.Context) *gossh.ServerConfig {
-				return &gossh.ServerConfig{MaxAuthTries: 6}
+			srv.ServerConfigCallback = func(ctx ssh.Context) *gossh.ServerConfig {
+				return &gossh.ServerConfig{
+					MaxAuthTries: 6,
+					// Called only once the client's signature proved it holds
+					// the key: authorize also answers mere queries ("would
+					// this public key do?"), which anyone can ask of a listed
+					// key.
+					VerifiedPublicKeyCallback: func(_ gossh.ConnMetadata, _ gossh.PublicKey, p *gossh.Permissions, _ string) (*gossh.Permissions, error) {
+						s.authenticated(ctx)
+						return p, nil
+					},
+				}
 			}
 			return nil
 		},
@@ -182,7 +203,6 @@ func (s *Server) authorize(ctx ssh.Context, key ssh.PublicKey) bool {
 		s.log.Info("refused an unknown key", "fingerprint", id.Fingerprint, "user", ctx.User(), "remote", ctx.RemoteAddr().String())
 		return false
 	}
-	s.authenticated(ctx)
 	return true
 }
 
