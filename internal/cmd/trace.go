@@ -184,7 +184,10 @@ func printTrace(w io.Writer, t inspect.Trace, behind *inspect.Head, withKafka bo
 			kv("record", "MISSING: "+termtext.Sanitize(k.Missing))
 			kv("partition", fmt.Sprintf("log start %d · end %d", k.LogStart, k.HighWatermark))
 		default:
-			kv("record", fmt.Sprintf("found · key %s · %d bytes · written %s", termtext.Sanitize(k.Key), k.ValueBytes, ts(k.Timestamp)))
+			kv("record", fmt.Sprintf("found · key %s · value %d bytes · written %s", termtext.Sanitize(k.Key), k.ValueBytes, ts(k.Timestamp)))
+			if note := k.ValueNote(t.PayloadBytes); note != "" {
+				kv("", note)
+			}
 			var hs []string
 			for _, h := range k.Headers {
 				hs = append(hs, termtext.Sanitize(h.Key)+"="+short(termtext.Sanitize(h.Value), 60))

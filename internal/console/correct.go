@@ -123,19 +123,26 @@ func (m *Model) correctKey() tea.Cmd {
 
 // failedPayload is the failed event's payload, pretty-printed, for editing.
 func failedPayload(ctx context.Context, in *inspect.Inspector, id string) ([]byte, error) {
+	pretty, _, err := failedPayloadSized(ctx, in, id)
+	return pretty, err
+}
+
+// failedPayloadSized is failedPayload and the payload's size as the console
+// gives it (payloadSize: inspect.Event.PayloadBytes).
+func failedPayloadSized(ctx context.Context, in *inspect.Inspector, id string) ([]byte, int, error) {
 	d, err := in.Detail(ctx, id)
 	switch {
 	case err != nil:
-		return nil, err
+		return nil, 0, err
 	case d.State != wire.Failed:
-		return nil, fmt.Errorf("%w: it is %s", inspect.ErrNotCorrectable, d.State)
+		return nil, 0, fmt.Errorf("%w: it is %s", inspect.ErrNotCorrectable, d.State)
 	}
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, d.Payload, "", "  "); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	pretty.WriteByte('\n')
-	return pretty.Bytes(), nil
+	return pretty.Bytes(), d.PayloadBytes, nil
 }
 
 // writePayloadFile writes the failed event's payload to a private temporary
@@ -262,8 +269,8 @@ func (m *Model) runCorrection(c pendingCorrection, reason string) tea.Cmd {
 	}
 }
 
-// fieldEditorMax bounds the payload the field editor opens: it redraws its
-// whole text on every key.
+// fieldEditorMax bounds the payload the field editor opens, by its size as
+// JSON text (payloadSize): it redraws its whole text on every key.
 const fieldEditorMax = 256 << 10
 
 // fieldEditor is the payload being edited inside the console (over SSH).
@@ -278,13 +285,13 @@ type fieldEditor struct {
 // readPayloadText reads the failed event's payload for the field editor,
 // every character outside printable ASCII written as a \u escape.
 func readPayloadText(ctx context.Context, in *inspect.Inspector, id string) tea.Msg {
-	pretty, err := failedPayload(ctx, in, id)
+	pretty, size, err := failedPayloadSized(ctx, in, id)
 	switch {
 	case err != nil:
 		return correctFieldMsg{id: id, err: err}
-	case len(pretty) > fieldEditorMax:
-		return correctFieldMsg{id: id, err: fmt.Errorf("the payload is %d bytes, over the %d the field editor opens: correct it with `outboxtop correct --id %s --payload-file FILE`",
-			len(pretty), fieldEditorMax, id)}
+	case size > fieldEditorMax:
+		return correctFieldMsg{id: id, err: fmt.Errorf("the payload is %s, over the %d the field editor opens: correct it with `outboxtop correct --id %s --payload-file FILE`",
+			payloadSize(size), fieldEditorMax, id)}
 	}
 	return correctFieldMsg{id: id, text: asciiJSON(pretty)}
 }

@@ -149,8 +149,10 @@ func detailText(d inspect.EventDetail, now time.Time) string {
 		b.WriteString("\nHEADERS\n")
 		b.WriteString(indent(bounded(termtext.SanitizeText(pretty(d.Headers)))))
 	}
-	fmt.Fprintf(&b, "\nPAYLOAD (%d bytes)\n", d.PayloadBytes)
-	b.WriteString(indent(bounded(termtext.SanitizeText(pretty(d.Payload)))))
+	// The payload's one size, as every view shows it (inspect.Event.PayloadBytes);
+	// the pretty print below is longer, and where it is cut says no other.
+	fmt.Fprintf(&b, "\nPAYLOAD (%s)\n", payloadSize(d.PayloadBytes))
+	b.WriteString(indent(boundedPayload(termtext.SanitizeText(pretty(d.Payload)))))
 	// Always, as outboxtop trace does: that no inbox holds a failed or pending
 	// event is part of what its detail says.
 	b.WriteString("\nINBOXES\n")
@@ -220,8 +222,23 @@ const (
 )
 
 // bounded cuts lines past detailMaxLine bytes and the text past detailMaxText, and
-// says so where it cut.
+// says so where it cut, in bytes of s.
 func bounded(s string) string {
+	return cutText(s, func(more int) string { return fmt.Sprintf(" … (line cut: %d more bytes)", more) },
+		func(total int) string { return fmt.Sprintf("\n… (cut: %d of %d bytes shown)", detailMaxText, total) })
+}
+
+// boundedPayload is bounded for a payload's pretty print, whose marks count no
+// bytes: the print is longer than the payload, whose size (payloadSize) is the
+// one the detail gives.
+func boundedPayload(s string) string {
+	return cutText(s, func(int) string { return " … (line cut)" },
+		func(int) string { return "\n… (cut: the rest of the payload is not shown)" })
+}
+
+// cutText cuts s as bounded does, with lineMark(bytes left out of the line) and
+// textMark(len(s)) where it cuts.
+func cutText(s string, lineMark, textMark func(int) string) string {
 	total := len(s)
 	cut := false
 	if len(s) > detailMaxText {
@@ -230,15 +247,20 @@ func bounded(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		if len(l) > detailMaxLine {
-			lines[i] = strings.ToValidUTF8(l[:detailMaxLine], "") + fmt.Sprintf(" … (line cut: %d more bytes)", len(l)-detailMaxLine)
+			lines[i] = strings.ToValidUTF8(l[:detailMaxLine], "") + lineMark(len(l)-detailMaxLine)
 		}
 	}
 	s = strings.Join(lines, "\n")
 	if cut {
-		s = strings.ToValidUTF8(s, "") + fmt.Sprintf("\n… (cut: %d of %d bytes shown)", detailMaxText, total)
+		s = strings.ToValidUTF8(s, "") + textMark(total)
 	}
 	return s
 }
+
+// payloadSize is a payload's size as every view of the console says it:
+// inspect.Event.PayloadBytes, the bytes of its JSON text, what the relay puts
+// in the record's value.
+func payloadSize(n int) string { return fmt.Sprintf("%d bytes as JSON text", n) }
 
 func pretty(raw json.RawMessage) string {
 	var out bytes.Buffer

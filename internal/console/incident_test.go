@@ -308,7 +308,7 @@ func TestHugePayloadDetail(t *testing.T) {
 	for range 3 {
 		b.keys("pgdown")
 	}
-	if !strings.Contains(b.text(), "line cut: ") {
+	if !strings.Contains(b.text(), "line cut") {
 		t.Errorf("no cut marker:\n%s", b.text())
 	}
 }

@@ -53,7 +53,10 @@ func traceText(t inspect.Trace, withKafka bool, now time.Time) string {
 	case !k.Found:
 		fmt.Fprintf(&b, "  MISSING at %s [%d] @%d: %s\n", termtext.Sanitize(k.Topic), k.Partition, k.Offset, termtext.Sanitize(k.Missing))
 	default:
-		fmt.Fprintf(&b, "  found at %s [%d] @%d · key %s · %d bytes\n", termtext.Sanitize(k.Topic), k.Partition, k.Offset, termtext.Sanitize(k.Key), k.ValueBytes)
+		fmt.Fprintf(&b, "  found at %s [%d] @%d · key %s · value %d bytes\n", termtext.Sanitize(k.Topic), k.Partition, k.Offset, termtext.Sanitize(k.Key), k.ValueBytes)
+		if note := k.ValueNote(t.PayloadBytes); note != "" {
+			b.WriteString("  " + note + "\n")
+		}
 		if k.Timestamp != nil {
 			b.WriteString("  written at " + when(*k.Timestamp) + "\n")
 		}

@@ -68,7 +68,7 @@ func TestDetailReadsTheRecordBackOnce(t *testing.T) {
 		return b.text()
 	}
 	s := open(seed.ID('e', 2))
-	for _, want := range []string{"KAFKA RECORD", "found at " + topic + " [0] @1 · key ord-1002 · 2 bytes", "event_id"} {
+	for _, want := range []string{"KAFKA RECORD", "found at " + topic + " [0] @1 · key ord-1002 · value 2 bytes", "the value is not the payload's 32 bytes as JSON text", "event_id"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("detail lacks %q:\n%s", want, s)
 		}

@@ -46,7 +46,12 @@ type Event struct {
 	CorrectionOf string     `json:"correction_of,omitempty"`
 	ArchivedAt   *time.Time `json:"archived_at,omitempty"`
 	// Age is now() − created_at by the database's clock when the row was read.
-	Age          Age `json:"age_seconds"`
+	Age Age `json:"age_seconds"`
+	// PayloadBytes is the payload's size: the bytes of its JSON text as
+	// PostgreSQL writes the jsonb value (octet_length(payload::text)), which is
+	// what the relay puts in the record's value. It is the one size every view
+	// gives a payload (the console's detail says "bytes as JSON text"); neither
+	// its stored size (pg_column_size, compressed) nor its pretty print's.
 	PayloadBytes int `json:"payload_bytes"`
 	// Payload and Headers are filled by Detail only.
 	Payload json.RawMessage `json:"payload,omitempty"`

@@ -45,6 +45,17 @@ type RecordHeader struct {
 	Value string `json:"value"`
 }
 
+// ValueNote says how the record's value differs in size from the event's
+// payload (Event.PayloadBytes, its JSON text, which is what the relay writes
+// as the value): "" when they are the same size, or when the record was not
+// found.
+func (c *RecordCheck) ValueNote(payloadBytes int) string {
+	if c == nil || !c.Found || c.ValueBytes == payloadBytes {
+		return ""
+	}
+	return fmt.Sprintf("the value is not the payload's %d bytes as JSON text: another writer's serialization, or the payload changed since", payloadBytes)
+}
+
 // OK reports whether the record is where the row says, and is this event's.
 func (c *RecordCheck) OK() bool { return c != nil && c.Found && len(c.Mismatches) == 0 }
 
