@@ -194,15 +194,18 @@ func (r *Relay) kafkaResult(rec *kgo.Record, err error, waited bool) result {
 	case classNoTopic:
 		return result{kind: noTopic, topic: rec.Topic, err: missingTopicMessage(rec.Topic, err.Error()), code: code}
 	}
-	if (waited || r.missing.known(rec.Topic)) && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
-		// A bound ended the wait (or a shutdown did): the topic was missing at the
-		// last answer and Kafka has not said otherwise since. A record produced
-		// before the topic was found missing can share the wait of one produced
-		// after (franz-go keeps one per topic), and ends with it.
+	timedOut := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrRecordTimeout)
+	if (waited || r.missing.known(rec.Topic)) && timedOut {
+		// A bound ended the wait (or a shutdown did, or franz-go's own record
+		// timeout, whose last error need not be the missing topic): the topic
+		// was missing at the last answer and Kafka has not said otherwise since.
+		// A record produced before the topic was found missing can share the
+		// wait of one produced after (franz-go keeps one per topic), and ends
+		// with it. Counted, such tries would fail an event that only waits.
 		return result{kind: noTopic, topic: rec.Topic, err: missingTopicMessage(rec.Topic,
 			"still unknown to Kafka "+r.missingWait.String()+" after asking again ("+err.Error()+")")}
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrRecordTimeout) {
+	if timedOut {
 		return result{kind: cancelled, err: "kafka: not acknowledged in time: " + err.Error()}
 	}
 	return result{kind: retriable, err: "kafka: " + err.Error(), code: code}

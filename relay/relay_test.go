@@ -434,6 +434,32 @@ func TestDrainEndsWhenOnlyAMissingTopicIsLeft(t *testing.T) {
 		t.Fatalf("%d of the 12 events of the other aggregates published", got)
 	}
 	if got := b.count(t, "topic = 'absent.topic' AND attempts = 0 AND failed_at IS NULL AND starts_with(last_error, '"+MissingTopicError+"absent.topic ')"); got != 2 {
+		rows, _ := b.pool.Query(context.Background(), `SELECT seq, attempts, failed_at IS NOT NULL, coalesce(last_error, '<null>'), lease_until IS NOT NULL, available_at > now() FROM outbox_event WHERE topic = 'absent.topic'`)
+		for rows.Next() {
+			var seq int64
+			var att int
+			var failed, leased, later bool
+			var le string
+			_ = rows.Scan(&seq, &att, &failed, &le, &leased, &later)
+			t.Logf("seq %d attempts %d failed %v leased %v later %v last_error %q", seq, att, failed, leased, later, le)
+		}
+		rows.Close()
+		rows, _ = b.pool.Query(context.Background(), `SELECT e.seq, h.attempt, h.class, h.outcome, left(coalesce(h.error, ''), 80) FROM outbox_attempt h JOIN outbox_event e USING (event_id) WHERE e.topic = 'absent.topic' ORDER BY h.attempt_id`)
+		for rows.Next() {
+			var seq int64
+			var att int
+			var class, outcome, herr string
+			_ = rows.Scan(&seq, &att, &class, &outcome, &herr)
+			t.Logf("history seq %d attempt %d %s %s %q", seq, att, class, outcome, herr)
+		}
+		rows.Close()
+		logs.mu.Lock()
+		for _, r := range logs.recs {
+			var attrs []string
+			r.Attrs(func(a slog.Attr) bool { attrs = append(attrs, a.String()); return true })
+			t.Logf("log %s %s %v", r.Level, r.Message, attrs)
+		}
+		logs.mu.Unlock()
 		t.Fatalf("%d of 2 events waiting for the missing topic, uncharged", got)
 	}
 	if len(logs.matching(slog.LevelWarn, "drained: events wait for Kafka topics that do not exist")) != 1 {
