@@ -76,6 +76,16 @@ type Config struct {
 	// CloudEventsSource is ce_source's template: {aggregate_type} and
 	// {event_type} are filled in. Default wire.DefaultCloudEventsSource.
 	CloudEventsSource string
+	// Layout is the records' shape: LayoutOutboxtop (the default) or
+	// LayoutDebezium (layout.go). CloudEvents' headers, when on, are added to
+	// either.
+	Layout Layout
+	// Key is the record key: KeyAggregateID (the default), KeyEventID, or
+	// KeyPayloadPrefix and a dotted path into the payload (a string, number or
+	// boolean there; an event whose payload lacks it fails at once). Kafka
+	// orders one partition only: another key than the aggregate id keeps an
+	// aggregate's events in order only when it is the same for all of them.
+	Key string
 	// PublishTimeout bounds how long a batch waits for Kafka's acknowledgements;
 	// records still unacknowledged then count as failed (and, if the brokers do not
 	// answer, as an outage).
@@ -210,6 +220,12 @@ func (c Config) withDefaults() Config {
 	if c.CloudEventsSource == "" {
 		c.CloudEventsSource = wire.DefaultCloudEventsSource
 	}
+	if c.Layout == "" {
+		c.Layout = LayoutOutboxtop
+	}
+	if c.Key == "" {
+		c.Key = KeyAggregateID
+	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = d.PublishTimeout
 	}
@@ -274,6 +290,10 @@ func (c Config) Validate() error {
 		return bad("CloudEvents", "must be off, beside or only, not %q", c.CloudEvents)
 	case strings.IndexFunc(c.CloudEventsSource, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		return bad("CloudEventsSource", "%q: a URI reference holds no white space or control characters", c.CloudEventsSource)
+	case c.Layout != LayoutOutboxtop && c.Layout != LayoutDebezium:
+		return bad("Layout", "must be outboxtop or debezium, not %q", c.Layout)
+	case validateKey(c.Key) != nil:
+		return bad("Key", "%v", validateKey(c.Key))
 	}
 	if err := wire.ValidateTopicTemplate(c.TopicTemplate); err != nil {
 		return bad("TopicTemplate", "%q: %v", c.TopicTemplate, err)

@@ -36,10 +36,14 @@ const recordOverhead = 512
 // reservedHeaders are the headers the relay sets on every record, which a
 // row's own may not read as: its own, and CloudEvents' when it sets them.
 func (r *Relay) reservedHeaders() []string {
-	if r.cfg.CloudEvents == CloudEventsOff {
-		return wire.ReservedHeaders()
+	own := wire.ReservedHeaders()
+	if r.cfg.Layout == LayoutDebezium {
+		own = append(own, HeaderDebeziumID)
 	}
-	return append(wire.ReservedHeaders(), wire.CloudEventsHeaders()...)
+	if r.cfg.CloudEvents == CloudEventsOff {
+		return own
+	}
+	return append(own, wire.CloudEventsHeaders()...)
 }
 
 // deferred reports whether the claim left e's payload out for the batch's byte
@@ -60,7 +64,7 @@ func (r *Relay) record(e *event) (*kgo.Record, error) {
 		return nil, permanentError{fmt.Sprintf("record too large: the payload alone is %d bytes, more than --kafka-max-message-bytes %d (it was not loaded)",
 			e.payloadBytes, r.cfg.MaxMessageBytes)}
 	}
-	topic := wire.Topic(r.cfg.TopicTemplate, e.aggregateType, e.eventType)
+	topic := wire.Topic(r.cfg.EffectiveTopicTemplate(), e.aggregateType, e.eventType)
 	if e.topic != nil && *e.topic != "" {
 		topic = *e.topic
 	}
@@ -70,19 +74,13 @@ func (r *Relay) record(e *event) (*kgo.Record, error) {
 	if why := topicRefused(r.cfg.Topics, topic); why != "" {
 		return nil, permanentError{why}
 	}
-	rec := &kgo.Record{Topic: topic, Key: []byte(e.aggregateID), Value: e.payload}
+	key, err := r.recordKey(e)
+	if err != nil {
+		return nil, err
+	}
 	meta := wire.Meta{EventID: e.id.String(), EventType: e.eventType, AggregateType: e.aggregateType,
 		AggregateID: e.aggregateID, CreatedAt: e.createdAt}
-	if r.cfg.CloudEvents != CloudEventsOnly {
-		for _, h := range meta.Headers() {
-			rec.Headers = append(rec.Headers, kgo.RecordHeader(h))
-		}
-	}
-	if r.cfg.CloudEvents != CloudEventsOff {
-		for _, h := range meta.CloudEvents(r.cfg.CloudEventsSource) {
-			rec.Headers = append(rec.Headers, kgo.RecordHeader(h))
-		}
-	}
+	rec := &kgo.Record{Topic: topic, Key: key, Value: e.payload, Headers: r.ownHeaders(meta)}
 	if len(e.headers) > 0 && string(e.headers) != "null" {
 		var extra map[string]any
 		if err := json.Unmarshal(e.headers, &extra); err != nil {

@@ -174,7 +174,7 @@ func (f *demoFlags) config(fs *pflag.FlagSet, io IO) (demo.Config, error) {
 	if f.relay.kafka.TLS || f.relay.kafka.SASLMechanism != "" {
 		return cfg, usagef("the demo's consumer does not speak TLS or SASL yet: give --brokers a plaintext listener")
 	}
-	cfg = demo.Config{DSN: f.dsn, Outbox: f.schema, TopicTemplate: f.relay.cfg.WithDefaults().TopicTemplate, Rate: f.rate}
+	cfg = demo.Config{DSN: f.dsn, Outbox: f.schema, TopicTemplate: f.relay.cfg.WithDefaults().EffectiveTopicTemplate(), Rate: f.rate}
 	// Quitting should be quick: in-flight batches get a short grace, then their
 	// leases are released.
 	if !fs.Changed("shutdown-timeout") {

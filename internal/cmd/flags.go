@@ -36,7 +36,7 @@ var flagGroups = []struct {
 	{"Kafka client, TLS and SASL", []string{"kafka-client-id", "kafka-tls", "kafka-tls-ca", "kafka-tls-cert", "kafka-tls-key",
 		"kafka-tls-insecure-skip-verify", "kafka-sasl-mechanism", "kafka-sasl-user", "kafka-sasl-password-file",
 		"kafka-compression", "kafka-max-message-bytes", "kafka-auto-create-topics", "kafka-timeout"}},
-	{"Relay topics and order", []string{"topic-template", "topics", "ordering", "cloudevents", "cloudevents-source"}},
+	{"Relay topics and order", []string{"topic-template", "topics", "ordering", "layout", "key", "cloudevents", "cloudevents-source"}},
 	{"Relay tuning", []string{"batch-size", "in-flight", "lease", "publish-timeout", "max-attempts", "backoff-base",
 		"backoff-max", "poll-interval", "lock-timeout", "sweep-interval", "heartbeat-interval", "shutdown-timeout"}},
 	{"Housekeeping (archive and retention)", []string{"archive-after", "archive-retention", "retention-interval"}},

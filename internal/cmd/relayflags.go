@@ -20,6 +20,7 @@ type relayFlags struct {
 	brokers          string
 	ordering         string
 	cloudEvents      string
+	layout           string
 	topics           string
 	saslPasswordFile string
 }
@@ -34,6 +35,8 @@ func (f *relayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.topics, "topics", "", "topics the relay may write to, comma-separated, * for any run of characters (orders.*,billing); an event to another fails at once. Default: all but the internal topics of Kafka (__*), the schema registry (_schemas), Confluent (_confluent*) and Kafka Connect (connect-configs, connect-offsets, connect-status), which only a pattern naming them allows")
 	fs.StringVar(&f.ordering, "ordering", string(d.Ordering), "aggregate: each aggregate's events in seq order; none: no order, more throughput")
 	fs.StringVar(&f.cloudEvents, "cloudevents", string(relay.CloudEventsOff), "CloudEvents headers on every record (Kafka binary content mode: ce_id, ce_type, ce_source, ce_subject, ce_time, content-type): off, beside the relay's own headers, or only")
+	fs.StringVar(&f.layout, "layout", string(relay.LayoutOutboxtop), "records' shape: outboxtop, or debezium (what Debezium's outbox event router emits by default: topic outbox.event.{aggregate_type} unless --topic-template is given, key the aggregate id, one header id)")
+	fs.StringVar(&f.cfg.Key, "key", relay.KeyAggregateID, "record key: aggregate_id, event_id, or payload:<field>[.<field>…] (Kafka orders each partition, so only a key the same for all of an aggregate's events keeps their order)")
 	fs.StringVar(&f.cfg.CloudEventsSource, "cloudevents-source", wire.DefaultCloudEventsSource, "ce_source of each record, a URI reference; placeholders {aggregate_type}, {event_type}")
 	fs.IntVar(&f.cfg.BatchSize, "batch-size", d.BatchSize, "events claimed per batch")
 	fs.IntVar(&f.cfg.InFlight, "in-flight", d.InFlight, "batches published at once")
@@ -74,6 +77,7 @@ func (f *relayFlags) resolve(schema string, io IO) error {
 	}
 	f.cfg.Ordering = relay.Ordering(f.ordering)
 	f.cfg.CloudEvents = relay.CloudEventsMode(f.cloudEvents)
+	f.cfg.Layout = relay.Layout(f.layout)
 	f.cfg.Topics = nil
 	for _, p := range strings.Split(f.topics, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -148,6 +152,7 @@ var relayFlagOf = map[string]string{
 	"LockTimeout": "--lock-timeout", "SweepInterval": "--sweep-interval", "HeartbeatInterval": "--heartbeat-interval",
 	"Holder": "the relay's holder name", "MaxMessageBytes": "--kafka-max-message-bytes",
 	"TopicTemplate": "--topic-template", "Topics": "--topics", "CloudEvents": "--cloudevents", "CloudEventsSource": "--cloudevents-source",
+	"Layout": "--layout", "Key": "--key",
 	// KafkaConfig's.
 	"Brokers": "--brokers (or KAFKA_BROKERS)", "Compression": "--kafka-compression",
 	"SASLMechanism": "--kafka-sasl-mechanism", "SASLUser": "--kafka-sasl-user",
