@@ -42,8 +42,8 @@ func TestStatementsAreQualified(t *testing.T) {
 	for i := range v.NumField() {
 		loaded = append(loaded, v.Field(i).String())
 	}
-	// Read outside the relay's loop: WaitingForMissingTopics, the health collector.
-	for _, name := range []string{"waiting_for_topics", "table_tuples"} {
+	// Read outside the relay's loop: WaitingForMissingTopics, PendingTopics, the health collector.
+	for _, name := range []string{"waiting_for_topics", "pending_topics", "table_tuples"} {
 		loaded = append(loaded, relaySQL.For(quotedSchema).SQL(name))
 	}
 	conn, err := pgx.Connect(ctx, testenv.DB(t))

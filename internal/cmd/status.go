@@ -27,9 +27,12 @@ type statusJSON struct {
 	OldestPublishableAge inspect.Age `json:"oldest_publishable_age_seconds"`
 	// Consumers is the consumer groups' lag; absent without --brokers or KAFKA_BROKERS.
 	Consumers *consumerlag.Report `json:"consumers,omitempty"`
-	// MissingTopics: see checkMissingTopics (empty: none).
-	MissingTopics []relay.TopicWait `json:"missing_topics"`
-	Check         statusCheck       `json:"check"`
+	// MissingTopics: see checkMissingTopics (empty: none); MissingTopicsError
+	// says why the brokers could not say which topics exist (the topics the
+	// rows' last_error names are there all the same).
+	MissingTopics      []relay.TopicWait `json:"missing_topics"`
+	MissingTopicsError string            `json:"missing_topics_error,omitempty"`
+	Check              statusCheck       `json:"check"`
 }
 
 type statusCheck struct {
@@ -97,6 +100,9 @@ func status(ctx context.Context, args []string, io IO) error {
 	_ = fs.MarkHidden("max-failed")
 	var kafka relayFlags
 	kafka.registerKafka(fs)
+	topicTemplate := fs.String("topic-template", "",
+		"the relay's --topic-template: with brokers, status asks them whether the topics of pending events exist, rows' own topics always, the others' only with this")
+	keepOwn(fs, "topic-template")
 	var lag lagFlags
 	lag.register(fs)
 	lt := lag.thresholds(fs)
@@ -190,7 +196,11 @@ func status(ctx context.Context, args []string, io IO) error {
 		WarnHorizon: *warnHorizon, CritHorizon: *critHorizon}
 	lt.into(&th)
 	verdict := th.Check(s, publishable)
-	missing, err := checkMissingTopics(ctx, pool, in.Schema(), verdict)
+	var ask topicsAsker
+	if len(kafka.kafka.Brokers) > 0 {
+		ask = brokerTopics(kafka.kafka)
+	}
+	missing, askErr, err := checkMissingTopics(ctx, pool, in.Schema(), *topicTemplate, ask, verdict)
 	if err != nil {
 		return unknown(io, *asJSON, err)
 	}
@@ -211,7 +221,8 @@ func status(ctx context.Context, args []string, io IO) error {
 	check.Healthy = level == 0
 	summary := statusSummary(check, s, publishable, consumers)
 	if *asJSON {
-		if err := writeJSON(io.Out, statusJSON{Snapshot: s, OldestPublishableAge: publishable, Consumers: consumers, MissingTopics: missing, Check: check}); err != nil {
+		if err := writeJSON(io.Out, statusJSON{Snapshot: s, OldestPublishableAge: publishable, Consumers: consumers, MissingTopics: missing,
+			MissingTopicsError: askErr, Check: check}); err != nil {
 			return err
 		}
 	} else {
@@ -219,7 +230,7 @@ func status(ctx context.Context, args []string, io IO) error {
 		// after it is the plugin's long output.
 		fmt.Fprintln(io.Out, summary)
 		printStatus(io.Out, s, heldAfter(*warnHorizon, *critHorizon))
-		printMissingTopics(io.Out, missing)
+		printMissingTopics(io.Out, missing, askErr)
 		fmt.Fprintf(io.Out, "oldest publishable %s (ready events not waiting behind a failed or scheduled one)\n", publishable)
 		if consumers != nil {
 			printConsumers(io.Out, *consumers)

@@ -49,7 +49,7 @@ func statusWriter(in *inspect.Inspector, pool *pgxpool.Pool) func(context.Contex
 		}
 		th := defaultStatusThresholds()
 		verdict := th.Check(s, publishable)
-		missing, err := checkMissingTopics(ctx, pool, in.Schema(), verdict)
+		missing, _, err := checkMissingTopics(ctx, pool, in.Schema(), "", nil, verdict)
 		if err != nil {
 			return fail(err)
 		}
@@ -58,7 +58,7 @@ func statusWriter(in *inspect.Inspector, pool *pgxpool.Pool) func(context.Contex
 		check.Level, check.Healthy = levelNames[level], level == 0
 		fmt.Fprintln(w, statusSummary(check, s, publishable, nil))
 		printStatus(w, s, heldAfter(th.WarnHorizon, th.CritHorizon))
-		printMissingTopics(w, missing)
+		printMissingTopics(w, missing, "")
 		fmt.Fprintf(w, "oldest publishable %s (ready events not waiting behind a failed or scheduled one)\n", publishable)
 		if level != 0 {
 			return sshExit{exitError{code: level, msg: check.Level + ": " + strings.Join(check.Crossed, "; ")}}

@@ -107,8 +107,8 @@ func (c *consoleFlags) appConfig(io IO) (app.Config, error) {
 const consoleShutdown = 3 * time.Second
 
 // missingTopicsOf reads, for a console, the Kafka topics that do not exist while
-// events wait for them, as the rows' last_error says (bounded: the oldest
-// relay.WaitWindow pending events).
+// events wait for them, as the rows' last_error says (bounded:
+// relay.WaitingForMissingTopics).
 func missingTopicsOf(q relay.Querier, schema string) func(context.Context) ([]console.MissingTopic, error) {
 	return func(ctx context.Context) ([]console.MissingTopic, error) {
 		waits, err := relay.WaitingForMissingTopics(ctx, q, schema)
