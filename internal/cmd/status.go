@@ -27,6 +27,9 @@ type statusJSON struct {
 	OldestPublishableAge inspect.Age `json:"oldest_publishable_age_seconds"`
 	// Consumers is the consumer groups' lag; absent without --brokers or KAFKA_BROKERS.
 	Consumers *consumerlag.Report `json:"consumers,omitempty"`
+	// FailedGroupsCover says what failed_by_error, failed_by_event_type and
+	// by_event_type[].failed count: every failed event, or the newest ones only.
+	FailedGroupsCover inspect.GroupsCover `json:"failed_groups_cover"`
 	// MissingTopics: see checkMissingTopics (empty: none); MissingTopicsError
 	// says why the brokers could not say which topics exist (the topics the
 	// rows' last_error names are there all the same).
@@ -222,7 +225,7 @@ func status(ctx context.Context, args []string, io IO) error {
 	summary := statusSummary(check, s, publishable, consumers)
 	if *asJSON {
 		if err := writeJSON(io.Out, statusJSON{Snapshot: s, OldestPublishableAge: publishable, Consumers: consumers, MissingTopics: missing,
-			MissingTopicsError: askErr, Check: check}); err != nil {
+			MissingTopicsError: askErr, FailedGroupsCover: s.FailedGroupsCover(), Check: check}); err != nil {
 			return err
 		}
 	} else {
@@ -391,7 +394,13 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 	p := s.Published
 	fmt.Fprintf(w, "published last 1m %s, 5m %s, 1h %s (%.1f/s)\n", p.Last1m, p.Last5m, p.Last1h, p.RatePerSecond)
 	if c.Failed > 0 {
-		fmt.Fprintln(w, "failed by error:")
+		// The groups are of the newest failures only past a cap: a group's
+		// count is never shown as a total it is not.
+		if cover := s.FailedGroupsCover(); cover.All {
+			fmt.Fprintln(w, "failed by error:")
+		} else {
+			fmt.Fprintf(w, "failed by error, in %s (each count is of those):\n", cover.Label())
+		}
 		for _, g := range s.FailedByError {
 			fmt.Fprintf(w, "  %6d  %s\n", g.Count, short(termtext.Sanitize(g.Key), 100))
 		}

@@ -412,7 +412,8 @@ func (m *Model) overviewSections(w, room int, on func(overviewTarget) bool) ([]s
 	}
 	failedTitle := "FAILED BY ERROR"
 	if vm.failedGroupsOf > 0 {
-		failedTitle += fmt.Sprintf(" (newest %d)", vm.failedGroupsOf)
+		// Counts of the newest failures, never shown as totals.
+		failedTitle += fmt.Sprintf(" (in the newest %d only)", vm.failedGroupsOf)
 	}
 	for _, t := range vm.tables {
 		tables = append(tables, fmt.Sprintf("  %-22s live %-8d dead %-8d %s + idx %s",

@@ -39,7 +39,8 @@
 //   - the failed rows, an index-only count of outbox_failed_idx up to 250,000 (an
 //     incident of 200,000 failures reads exact, as the relay's /metrics does), and
 //     the newest 1,000 for the groups by type and error (Snapshot.FailedGroupsOf
-//     says when they cover only these);
+//     and FailedGroupsCover say when they cover only these: a group's count is
+//     then of the newest, never a total, and every text that prints one says so);
 //   - the oldest 2,000 failures and the soonest 2,000 retries, asked whether they
 //     head their aggregate, for the blocked aggregates beside those the probes found.
 //
