@@ -84,14 +84,15 @@ func (r *Relay) claimAgain(ctx context.Context, token uuid.UUID, n int) ([]*even
 			var typ, agg, evType pgtype.Text
 			var createdAt pgtype.Timestamptz
 			var attempts pgtype.Int4
-			var hasWaiters pgtype.Bool
+			var hasWaiters, corrected pgtype.Bool
 			var payloadBytes pgtype.Int8
 			err = rows.Scan(&summary, &id, &seq, &typ, &agg, &evType,
-				&e.payload, &payloadBytes, &createdAt, &attempts, &e.topic, &e.headers, &hasWaiters, &blocked,
+				&e.payload, &payloadBytes, &createdAt, &attempts, &e.topic, &e.headers, &hasWaiters,
+				&e.writerXID, &e.writerSnapshot, &corrected, &blocked,
 				&unlocked, &unlockedTypes, &unlockedIDs, &headTypes, &headIDs, &headSeqs)
 			if err == nil && !summary {
 				e.id, e.seq, e.aggregateType, e.aggregateID, e.eventType = id.Bytes, seq.Int64, typ.String, agg.String, evType.String
-				e.createdAt, e.attempts, e.payloadBytes = createdAt.Time, int(attempts.Int32), payloadBytes.Int64
+				e.createdAt, e.attempts, e.payloadBytes, e.corrected = createdAt.Time, int(attempts.Int32), payloadBytes.Int64, corrected.Bool
 				events = append(events, e)
 				if hasWaiters.Bool {
 					k := aggregateKey{typ.String, agg.String}
@@ -305,15 +306,18 @@ func (r *Relay) checkOrder(ctx context.Context, events []*event) {
 	if len(events) == 0 {
 		return
 	}
-	ids := make([][16]byte, len(events))
+	n := len(events)
+	types, aggs, seqs := make([]string, n), make([]string, n), make([]int64, n)
+	xids, snaps, corrected := make([]*string, n), make([]*string, n), make([]bool, n)
 	for i, e := range events {
-		ids[i] = e.id
+		types[i], aggs[i], seqs[i] = e.aggregateType, e.aggregateID, e.seq
+		xids[i], snaps[i], corrected[i] = e.writerXID, e.writerSnapshot, e.corrected
 	}
 	// One round trip: a batch's statements run in one implicit transaction,
 	// so the lock timeout set first bounds the check's row locks.
 	b := &pgx.Batch{}
 	b.Queue("SELECT pg_catalog.set_config('lock_timeout', $1, true)", fmt.Sprintf("%dms", r.cfg.LockTimeout.Milliseconds()))
-	b.Queue(r.sql.orderCheck, ids)
+	b.Queue(r.sql.orderCheck, types, aggs, seqs, xids, snaps, corrected)
 	br := r.pool.SendBatch(ctx, b)
 	_, err := br.Exec()
 	if err == nil {

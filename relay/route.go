@@ -26,6 +26,11 @@ type event struct {
 	attempts      int
 	topic         *string
 	headers       []byte // jsonb object, or nil
+	// What the order check needs (ordered claims only): the inserting
+	// transaction and its INSERT's snapshot as text (nil on rows inserted
+	// before migration 024), and whether the event is a corrected copy.
+	writerXID, writerSnapshot *string
+	corrected                 bool
 }
 
 // recordOverhead is a generous bound on what a record adds to its key, value and

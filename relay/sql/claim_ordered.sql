@@ -241,7 +241,9 @@ WITH cands AS MATERIALIZED (
         CASE WHEN pg_catalog.pg_column_size(e.payload)::bigint * 1536 < @max_payload
              THEN pg_catalog.pg_column_size(e.payload)::bigint
              ELSE pg_catalog.octet_length(e.payload::text)::bigint END AS payload_bytes,
-        e.created_at, e.attempts, e.topic, e.headers, t.waiters
+        e.created_at, e.attempts, e.topic, e.headers, t.waiters,
+        -- for the order check (order_check.sql), which then reads no claimed row again
+        e.writer_xid::text AS writer_xid, e.writer_snapshot::text AS writer_snapshot, e.correction_of IS NOT NULL AS corrected
 )
 SELECT false AS summary, c.event_id, c.seq, c.aggregate_type, c.aggregate_id, c.event_type,
        -- The payload within the claim's byte budget (Config.BatchBytes): NULL when it
@@ -253,11 +255,11 @@ SELECT false AS summary, c.event_id, c.seq, c.aggregate_type, c.aggregate_id, c.
                  OR pg_catalog.sum(CASE WHEN c.payload_bytes <= @max_payload THEN c.payload_bytes ELSE 0 END)
                         OVER (ORDER BY c.seq ROWS UNBOUNDED PRECEDING) - c.payload_bytes >= @batch_bytes
             THEN NULL ELSE c.payload END AS payload, c.payload_bytes, c.created_at, c.attempts, c.topic, c.headers,
-       c.waiters, 0 AS blocked, NULL::uuid[] AS unlocked_heads, NULL::text[] AS unlocked_types, NULL::text[] AS unlocked_ids,
+       c.waiters, c.writer_xid, c.writer_snapshot, c.corrected, 0 AS blocked, NULL::uuid[] AS unlocked_heads, NULL::text[] AS unlocked_types, NULL::text[] AS unlocked_ids,
        NULL::text[] AS head_types, NULL::text[] AS head_ids, NULL::bigint[] AS head_seqs
 FROM claimed c
 UNION ALL
-SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        (SELECT count(*) FROM blocking)::int, u.heads, u.types, u.ids, h.types, h.ids, h.seqs
 FROM (SELECT array_agg(l.event_id) AS heads, array_agg(l.aggregate_type) AS types, array_agg(l.aggregate_id) AS ids
       FROM locked l WHERE l.is_head AND l.tid IS NULL) u,

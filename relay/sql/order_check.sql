@@ -17,12 +17,18 @@
 -- snapshot) or off. The rows to mark are locked in seq order, as every
 -- statement that locks several events does.
 --
--- $1 the events just claimed.
+-- The events just claimed, as the claim returned them (so that no claimed
+-- row is read again), one array each, in seq order: $1 aggregate types, $2
+-- aggregate ids, $3 seqs, $4 writer_xid and $5 writer_snapshot (text, NULL on
+-- rows inserted before migration 024), $6 whether each is a corrected copy.
 WITH claimed AS (
-    SELECT e.aggregate_type, e.aggregate_id, e.seq, e.writer_xid, e.writer_snapshot, e.correction_of
-    FROM {{.schema}}.outbox_event AS e
-    WHERE e.event_id = ANY($1::uuid[]) AND e.published_at IS NULL
-      AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger AS t
+    SELECT c.aggregate_type, c.aggregate_id, c.seq, c.writer_xid::xid8 AS writer_xid,
+           c.writer_snapshot::pg_snapshot AS writer_snapshot,
+           CASE WHEN c.corrected THEN true END AS correction_of
+    FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]), pg_catalog.unnest($3::bigint[]),
+                    pg_catalog.unnest($4::text[]), pg_catalog.unnest($5::text[]), pg_catalog.unnest($6::bool[]))
+         AS c(aggregate_type, aggregate_id, seq, writer_xid, writer_snapshot, corrected)
+    WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger AS t
                       WHERE t.tgrelid = '{{.schema}}.outbox_event'::pg_catalog.regclass
                         AND t.tgname = 'outbox_event_commit_order')
       AND pg_catalog.obj_description('{{.schema}}.outbox_event_order_seq'::pg_catalog.regclass, 'pg_class')
@@ -52,14 +58,18 @@ WITH claimed AS (
         WHERE n.aggregate_type = l.aggregate_type AND n.aggregate_id = l.aggregate_id
           AND n.seq > l.seq AND n.published_at IS NULL
         ORDER BY n.seq LIMIT 1) AS n
+), flagged AS MATERIALIZED (
+    -- Decided from what the claim returned and the forward reads: only the
+    -- events to mark are read again, below.
+    SELECT * FROM pairs
+    WHERE pairs.earlier_xid <> pairs.later_xid AND pairs.earlier_correction IS NULL
+      AND NOT pg_catalog.pg_visible_in_snapshot(pairs.earlier_xid, pairs.later_snapshot)
 ), unknown AS (
     SELECT e.event_id
     FROM {{.schema}}.outbox_event AS e
-    JOIN pairs ON e.aggregate_type = pairs.aggregate_type AND e.aggregate_id = pairs.aggregate_id
-              AND e.seq = pairs.later
-    WHERE pairs.earlier_xid <> pairs.later_xid AND pairs.earlier_correction IS NULL
-      AND NOT pg_catalog.pg_visible_in_snapshot(pairs.earlier_xid, pairs.later_snapshot)
-      AND e.published_at IS NULL AND e.unserialized IS NOT TRUE
+    JOIN flagged ON e.aggregate_type = flagged.aggregate_type AND e.aggregate_id = flagged.aggregate_id
+                AND e.seq = flagged.later
+    WHERE e.published_at IS NULL AND e.unserialized IS NOT TRUE
     ORDER BY e.seq
     FOR UPDATE OF e
 )
