@@ -33,6 +33,9 @@ import (
 //	                                      lock (a writer of their aggregate,
 //	                                      or any session, holds it open)
 //	outboxtop_oldest_pending_age_seconds  inspect.Snapshot.OldestPendingAge
+//	outboxtop_oldest_pending_age_lower_bound
+//	                                      1 when that age is a lower bound
+//	                                      (not every pending row was read)
 //	outboxtop_oldest_ready_age_seconds    the lag: OldestPublishableAge
 //	outboxtop_oldest_publishable_age_seconds  the same lag under the name the
 //	                                      alert rules and the dashboard read
@@ -53,6 +56,7 @@ type backlogCollector struct {
 	events, lower, upper, blocked, blockedLower     *prometheus.Desc
 	order, unserialized, unserializedLower, waiting *prometheus.Desc
 	oldestPend, oldestRdy, oldestPub, up, estimated *prometheus.Desc
+	oldestPendLower                                 *prometheus.Desc
 }
 
 const (
@@ -79,9 +83,11 @@ func newBacklogCollector(in *inspect.Inspector) *backlogCollector {
 		waiting: prometheus.NewDesc("outboxtop_order_lock_waiting_inserts",
 			"Inserts waiting now for an order lock of the outbox: with the order enforced, a transaction that wrote the same aggregate (or any session holding the lock) is still open.", nil, nil),
 		oldestPend: prometheus.NewDesc("outboxtop_oldest_pending_age_seconds", "Age of the oldest pending (ready or scheduled) event, from its created_at.", nil, nil),
-		oldestRdy:  prometheus.NewDesc("outboxtop_oldest_ready_age_seconds", "How long the oldest publishable event has been claimable (now - max(created_at, available_at)): the relay's lag. Ready events waiting behind a failed or scheduled head of their aggregate are left out.", nil, nil),
-		oldestPub:  prometheus.NewDesc("outboxtop_oldest_publishable_age_seconds", "The relay's lag, as outboxtop_oldest_ready_age_seconds: how long the oldest publishable event (not waiting behind a failed or scheduled head of its aggregate) has been claimable.", nil, nil),
-		up:         prometheus.NewDesc("outboxtop_backlog_up", "1 when the last backlog read succeeded.", nil, nil),
+		oldestPendLower: prometheus.NewDesc("outboxtop_oldest_pending_age_lower_bound",
+			"1 when outboxtop_oldest_pending_age_seconds is a lower bound: not every pending row was read (the backlog is past what a read counts one by one), and the oldest may be older.", nil, nil),
+		oldestRdy: prometheus.NewDesc("outboxtop_oldest_ready_age_seconds", "How long the oldest publishable event has been claimable (now - max(created_at, available_at)): the relay's lag. Ready events waiting behind a failed or scheduled head of their aggregate are left out.", nil, nil),
+		oldestPub: prometheus.NewDesc("outboxtop_oldest_publishable_age_seconds", "The relay's lag, as outboxtop_oldest_ready_age_seconds: how long the oldest publishable event (not waiting behind a failed or scheduled head of its aggregate) has been claimable.", nil, nil),
+		up:        prometheus.NewDesc("outboxtop_backlog_up", "1 when the last backlog read succeeded.", nil, nil),
 		estimated: prometheus.NewDesc("outboxtop_backlog_estimated",
 			"1 when any of outboxtop_backlog_events or outboxtop_blocked_aggregates is not exact but a bound (see outboxtop_backlog_lower_bound).", nil, nil),
 	}
@@ -89,7 +95,7 @@ func newBacklogCollector(in *inspect.Inspector) *backlogCollector {
 
 // Describe implements prometheus.Collector.
 func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.events, c.lower, c.upper, c.blocked, c.blockedLower, c.order, c.unserialized, c.unserializedLower, c.waiting, c.oldestPend, c.oldestRdy, c.oldestPub, c.up, c.estimated} {
+	for _, d := range []*prometheus.Desc{c.events, c.lower, c.upper, c.blocked, c.blockedLower, c.order, c.unserialized, c.unserializedLower, c.waiting, c.oldestPend, c.oldestPendLower, c.oldestRdy, c.oldestPub, c.up, c.estimated} {
 		ch <- d
 	}
 }
@@ -135,6 +141,7 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.unserializedLower, flag(b.Order.Bound == inspect.LowerBound))
 	gauge(c.waiting, float64(b.Order.Waiting))
 	gauge(c.oldestPend, b.OldestPendingAge.Duration().Seconds())
+	gauge(c.oldestPendLower, flag(b.OldestPendingBound == inspect.LowerBound))
 	gauge(c.oldestRdy, b.OldestPublishableAge.Duration().Seconds())
 	gauge(c.oldestPub, b.OldestPublishableAge.Duration().Seconds())
 }

@@ -125,8 +125,9 @@ func TestBacklogCountsMatchSQL(t *testing.T) {
 	if blocked != 50 || got["outboxtop_blocked_aggregates"] != blocked || got["outboxtop_blocked_aggregates_lower_bound"] != 0 {
 		t.Errorf("blocked: gauge %v, SQL %v, want 50 exactly", got["outboxtop_blocked_aggregates"], blocked)
 	}
-	if got["outboxtop_backlog_up"] != 1 || got["outboxtop_backlog_estimated"] != 0 {
-		t.Errorf("up %v estimated %v, want 1 and 0", got["outboxtop_backlog_up"], got["outboxtop_backlog_estimated"])
+	if got["outboxtop_backlog_up"] != 1 || got["outboxtop_backlog_estimated"] != 0 || got["outboxtop_oldest_pending_age_lower_bound"] != 0 {
+		t.Errorf("up %v estimated %v, oldest pending age lower bound %v, want 1, 0 and 0", got["outboxtop_backlog_up"],
+			got["outboxtop_backlog_estimated"], got["outboxtop_oldest_pending_age_lower_bound"])
 	}
 }
 
@@ -191,6 +192,12 @@ func TestBacklogMetricsAgreeWithSnapshot(t *testing.T) {
 	}
 	if got["outboxtop_backlog_estimated"] != 1 || got["outboxtop_backlog_up"] != 1 {
 		t.Errorf("estimated %v up %v, want 1 and 1", got["outboxtop_backlog_estimated"], got["outboxtop_backlog_up"])
+	}
+	// Past the caps the oldest pending age is of the rows read: a lower bound,
+	// and /metrics says so as the Overview does.
+	if s.OldestPendingBound != inspect.LowerBound || got["outboxtop_oldest_pending_age_lower_bound"] != 1 {
+		t.Errorf("oldest pending age: snapshot's bound %q, /metrics lower bound %v; want a lower bound, 1",
+			s.OldestPendingBound, got["outboxtop_oldest_pending_age_lower_bound"])
 	}
 	for name, want := range map[string]float64{
 		"outboxtop_oldest_ready_age_seconds":   s.OldestPublishableAge.Duration().Seconds(),

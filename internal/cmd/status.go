@@ -313,6 +313,9 @@ func statusSummary(check statusCheck, s inspect.Snapshot, publishable inspect.Ag
 	}
 	perf("oldest_publishable", fmt.Sprintf("%.3fs", publishable.Duration().Seconds()), "oldest publishable")
 	perf("oldest_pending", fmt.Sprintf("%.3fs", s.OldestPendingAge.Duration().Seconds()), "oldest pending")
+	if s.OldestPendingBound == inspect.LowerBound {
+		fmt.Fprintf(&b, " oldest_pending_%s=1;;;0;1", inspect.LowerBound)
+	}
 	perf("published_1m", fmt.Sprint(s.Published.Last1m.Value), "")
 	perf("relays", fmt.Sprint(s.RelaysLive()), "")
 	if age, seen := s.NoRelayFor(); seen {
@@ -386,7 +389,8 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 	if c.Published.Estimate || c.Archived.Estimate {
 		fmt.Fprintln(w, "totals marked ~ are the planner's estimates, never below the rows counted")
 	}
-	fmt.Fprintf(w, "oldest pending %s  oldest ready %s  expired leases %s", s.OldestPendingAge, s.OldestReadyAge, bd.ExpiredLeases.Format(s.ExpiredLeases))
+	fmt.Fprintf(w, "oldest pending %s  oldest ready %s  expired leases %s", inspect.AgeText(s.OldestPendingAge, s.OldestPendingBound),
+		inspect.AgeText(s.OldestReadyAge, s.OldestReadyBound), bd.ExpiredLeases.Format(s.ExpiredLeases))
 	if s.NextScheduledAt != nil {
 		fmt.Fprintf(w, "  next scheduled %s", inspect.Relative(*s.NextScheduledAt, s.TakenAt))
 	}

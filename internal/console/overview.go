@@ -22,6 +22,8 @@ type overviewVM struct {
 	expiredLeases int64
 	oldestPending time.Duration
 	oldestReady   time.Duration
+	// oldestPendingBound: LowerBound when the age is of the rows read only.
+	oldestPendingBound inspect.Bound
 	// oldestPublishable: the relay's lag (ready and not waiting behind a blocker);
 	// publishableApprox: none among the rows read, so at least this old.
 	oldestPublishable time.Duration
@@ -67,10 +69,12 @@ func newOverviewVM(s inspect.Snapshot, relay Relay, extras []Extra) overviewVM {
 		expiredLeases: s.ExpiredLeases,
 		oldestPending: s.OldestPendingAge.Duration(),
 		oldestReady:   s.OldestReadyAge.Duration(),
-		nextScheduled: s.NextScheduledAt,
-		published:     s.Published,
-		blockedCount:  s.Blocked.Count,
-		tables:        slices.Clone(s.Health.Tables), // sanitized below; the snapshot may be shared
+
+		oldestPendingBound: s.OldestPendingBound,
+		nextScheduled:      s.NextScheduledAt,
+		published:          s.Published,
+		blockedCount:       s.Blocked.Count,
+		tables:             slices.Clone(s.Health.Tables), // sanitized below; the snapshot may be shared
 
 		oldestPublishable: s.OldestPublishableAge.Duration(),
 		publishableApprox: s.OldestPublishableApprox,
@@ -210,7 +214,8 @@ func (m *Model) viewOverview(w, h int) string {
 		kv("failed", failedText(b.Failed.Format(c.Failed), c.Failed, st)),
 	)
 	if c.Pending > 0 {
-		left = append(left, kv("oldest pending", age(vm.oldestPending+since)))
+		// "≥": older rows may lie past the rows the snapshot read.
+		left = append(left, kv("oldest pending", vm.oldestPendingBound.Mark()+age(vm.oldestPending+since)))
 	} else {
 		left = append(left, kv("oldest pending", "-"))
 	}

@@ -107,14 +107,21 @@ func (c *Check) Value(name, shown string, v float64, warn, crit *float64) {
 // Count checks a count that is exact or a bound (b) against warn and crit, as
 // Value does, and notes in Unsure the bounds a lower bound stayed under.
 func (c *Check) Count(name string, n int64, b inspect.Bound, warn, crit *float64) {
-	c.Value(name, b.Format(n), float64(n), warn, crit)
+	c.Bounded(name, b.Format(n), float64(n), b, warn, crit)
+}
+
+// Bounded checks v (shown as shown), exact or a bound (b), against warn and
+// crit, as Value does, and notes in Unsure the bounds a lower bound stayed
+// under.
+func (c *Check) Bounded(name, shown string, v float64, b inspect.Bound, warn, crit *float64) {
+	c.Value(name, shown, v, warn, crit)
 	c.Thresholds[len(c.Thresholds)-1].Bound = b
 	if b != inspect.LowerBound {
 		return
 	}
 	for _, bd := range []*float64{warn, crit} {
-		if bd != nil && float64(n) <= *bd {
-			c.Unsure = append(c.Unsure, fmt.Sprintf("%s %s: a lower bound, not known to be within %s", name, b.Format(n), FormatBound(name, *bd)))
+		if bd != nil && v <= *bd {
+			c.Unsure = append(c.Unsure, fmt.Sprintf("%s %s: a lower bound, not known to be within %s", name, shown, FormatBound(name, *bd)))
 			return
 		}
 	}
@@ -144,7 +151,8 @@ func (t Thresholds) Check(s inspect.Snapshot, publishable inspect.Age) *Check {
 	c.Count("failed", s.Counts.Failed, s.Counts.Bounds.Failed, countBound(t.WarnFailed), countBound(t.CritFailed))
 	c.Count("blocked", s.Blocked.Count, s.Blocked.Bound, countBound(t.WarnBlocked), countBound(t.CritBlocked))
 	if t.MaxOldest > 0 {
-		c.Value("oldest pending", s.OldestPendingAge.String(), s.OldestPendingAge.Duration().Seconds(), nil, durBound(t.MaxOldest))
+		c.Bounded("oldest pending", inspect.AgeText(s.OldestPendingAge, s.OldestPendingBound), s.OldestPendingAge.Duration().Seconds(),
+			s.OldestPendingBound, nil, durBound(t.MaxOldest))
 	}
 	t.checkNoRelay(c, s)
 	t.checkHorizon(c, s.Health.Horizon)

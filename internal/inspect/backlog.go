@@ -18,10 +18,13 @@ type Backlog struct {
 	// Counts are the Snapshot's, but for Published, Archived and Skipped, which
 	// a Backlog does not read (zero).
 	Counts Counts `json:"counts"`
-	// ExpiredLeases, the oldest ages and NextScheduledAt: as in Snapshot.
+	// ExpiredLeases, the oldest ages, their bounds and NextScheduledAt: as in
+	// Snapshot.
 	ExpiredLeases           int64      `json:"expired_leases"`
 	OldestPendingAge        Age        `json:"oldest_pending_age_seconds"`
 	OldestReadyAge          Age        `json:"oldest_ready_age_seconds"`
+	OldestPendingBound      Bound      `json:"oldest_pending_age_bound,omitempty"`
+	OldestReadyBound        Bound      `json:"oldest_ready_age_bound,omitempty"`
 	OldestPublishableAge    Age        `json:"oldest_publishable_age_seconds"`
 	OldestPublishableApprox bool       `json:"oldest_publishable_approx,omitempty"`
 	NextScheduledAt         *time.Time `json:"next_scheduled_at"`
@@ -49,6 +52,7 @@ func (i *Inspector) Backlog(ctx context.Context) (Backlog, error) {
 	return Backlog{
 		TakenAt: s.TakenAt, Took: s.Took, Counts: s.Counts, ExpiredLeases: s.ExpiredLeases,
 		OldestPendingAge: s.OldestPendingAge, OldestReadyAge: s.OldestReadyAge,
+		OldestPendingBound: s.OldestPendingBound, OldestReadyBound: s.OldestReadyBound,
 		OldestPublishableAge: s.OldestPublishableAge, OldestPublishableApprox: s.OldestPublishableApprox,
 		NextScheduledAt: s.NextScheduledAt,
 		Blocked:         Blocked{Count: s.Blocked.Count, Bound: s.Blocked.Bound, Estimate: s.Blocked.Estimate},

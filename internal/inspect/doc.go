@@ -56,6 +56,14 @@
 // from the planner's statistics, which can be arbitrarily stale: it is the rows
 // counted, marked as a lower bound (Bound, in Counts.Bounds and Blocked.Bound;
 // "≥" in text), or, for Publishable beside an exact Ready and a lower-bound
+// The oldest pending and ready ages are the oldest among the rows the pass
+// and the three ranges read: exact when they read every unpublished, not
+// failed row, else a lower bound (Snapshot.OldestPendingBound,
+// OldestReadyBound; "≥" in text). No index orders those rows by created_at,
+// so no probe finds the oldest past the ranges' caps; the claim's first row
+// (outbox_claim_idx) is among the first range's. TestOldestAgesHoldTheirBounds
+// checks them against brute force with created_at unrelated to seq.
+//
 // Waiting, Ready − Waiting, an upper bound ("≤"). Each is a bound that holds:
 // TestSnapshotFiguresHoldTheirBounds checks every figure against brute-force
 // counts on generated tables on both sides of every cap. Snapshot.Partial says the

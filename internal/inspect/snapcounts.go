@@ -232,20 +232,32 @@ func (i *Inspector) countPastScan(ctx context.Context, tx pgx.Tx, s *Snapshot, u
 	}
 	type part struct{ rows, ready, scheduled, leased, expired int64 }
 	var parts [3]part
+	// The oldest pending and ready ages among the ranges' rows (oldestAges).
+	var pendingAge, readyAge Age
+	ages := func(pending, ready *float64) {
+		if pending != nil {
+			pendingAge = max(pendingAge, seconds(*pending))
+		}
+		if ready != nil {
+			readyAge = max(readyAge, seconds(*ready))
+		}
+	}
 	probes := 0
 	for rows.Next() {
 		var kind int
 		var n int64
 		var ready, scheduled, leased, expired, headSeq *int64
 		var typ, id *string
-		var since *float64
+		var since, pendingSince, readySince *float64
 		var blocks *bool
-		if err := rows.Scan(&kind, &n, &ready, &scheduled, &leased, &expired, &typ, &id, &since, &headSeq, &blocks); err != nil {
+		if err := rows.Scan(&kind, &n, &ready, &scheduled, &leased, &expired, &typ, &id, &since, &headSeq, &blocks,
+			&pendingSince, &readySince); err != nil {
 			rows.Close()
 			return 0, 0, false, err
 		}
 		if kind < 2 {
 			parts[kind] = part{n, *ready, *scheduled, *leased, *expired}
+			ages(pendingSince, readySince)
 			continue
 		}
 		probes++
@@ -266,10 +278,12 @@ func (i *Inspector) countPastScan(ctx context.Context, tx pgx.Tx, s *Snapshot, u
 	// scan's may not be the earliest.
 	p := &parts[2]
 	var next *time.Time
+	var pendingSince, readySince *float64
 	if err := tx.QueryRow(ctx, i.q.SQL("past_scheduled"), cp.count+1).
-		Scan(&p.rows, &p.ready, &p.scheduled, &p.leased, &p.expired, &next); err != nil {
+		Scan(&p.rows, &p.ready, &p.scheduled, &p.leased, &p.expired, &next, &pendingSince, &readySince); err != nil {
 		return 0, 0, false, err
 	}
+	ages(pendingSince, readySince)
 	if next != nil && (s.NextScheduledAt == nil || next.Before(*s.NextScheduledAt)) {
 		s.NextScheduledAt = next
 	}
@@ -295,6 +309,7 @@ func (i *Inspector) countPastScan(ctx context.Context, tx pgx.Tx, s *Snapshot, u
 	set(&s.ExpiredLeases, &c.Bounds.ExpiredLeases, parts[0].expired+parts[1].expired+parts[2].expired, done(0, 1, 2))
 	// The ready rows placed are as many distinct ready rows.
 	c.Ready = max(c.Ready, waiting+publishable)
+	oldestAges(s, pendingAge, readyAge, done(0, 1, 2) == Exact)
 	return waiting, publishable, probes <= cp.probe, nil
 }
 

@@ -30,6 +30,12 @@ type Snapshot struct {
 	// now() − max(created_at, available_at) (0 when none). High with a low
 	// OldestPendingAge means the relay is not keeping up or not running.
 	OldestReadyAge Age `json:"oldest_ready_age_seconds"`
+	// OldestPendingBound and OldestReadyBound: LowerBound when not every
+	// unpublished, not failed row was read (the pass and the ranges past it
+	// stopped at their caps): the true age is at least the one given ("≥" in
+	// text). Absent: exact.
+	OldestPendingBound Bound `json:"oldest_pending_age_bound,omitempty"`
+	OldestReadyBound   Bound `json:"oldest_ready_age_bound,omitempty"`
 	// OldestPublishableAge is how long the longest-waiting ready event that does not
 	// wait behind a blocker has been claimable: the relay's lag, which a poison event
 	// does not inflate (0 when none). OldestPublishableApprox: not every ready row

@@ -87,4 +87,11 @@ each read to its own seeks (an OR would read a whole index).
 {{- /* Rows by state, for the counts past the pass. */}}
 {{- define "tally"}}count(*), count(*) FILTER (WHERE {{state "ready"}}), count(*) FILTER (WHERE {{state "scheduled"}}),
 		count(*) FILTER (WHERE {{state "leased"}}), count(*) FILTER (WHERE {{state "expired"}}){{end}}
+{{- /*
+The oldest ages among rows by state, for the counts past the pass: now() −
+the oldest pending row's created_at, and how long the longest-waiting ready
+row has been claimable (NULL: none).
+*/}}
+{{- define "tallyAges"}}{{nullAge (printf "min(created_at) FILTER (WHERE %s OR %s)" (state "ready") (state "scheduled"))}},
+		{{nullAge (printf "min(greatest(created_at, available_at)) FILTER (WHERE %s)" (state "ready"))}}{{end}}
 {{- define "pastScanColumns"}}aggregate_type, aggregate_id, seq, created_at, available_at, lease_until, lease_token, published_at, failed_at{{end}}
