@@ -21,7 +21,9 @@ FROM (
     UNION
     (SELECT e.seq, e.topic, e.aggregate_type, e.event_type, e.available_at, e.failed_at
      FROM {{.schema}}.outbox_event e
-     WHERE e.published_at IS NULL AND e.failed_at IS NULL AND NOT e.blocked AND e.available_at <= now()
+     -- outbox_claim_idx up to now(): due events, leased or not (not ready,
+     -- which a live lease would exclude; the lease does not matter here)
+     WHERE e.published_at IS NULL AND e.failed_at IS NULL AND NOT e.blocked AND e.available_at <= pg_catalog.now()
      ORDER BY e.available_at, e.seq
      LIMIT @window)
     UNION

@@ -32,7 +32,7 @@ FROM (
     (SELECT e.seq, e.last_error, e.available_at, e.failed_at
      FROM {{.schema}}.outbox_event e
      WHERE e.published_at IS NULL AND e.available_at > now()
-       AND e.available_at <= now() + @horizon::float8 * interval '1 second'
+       AND e.available_at <= (now() + @horizon::float8 * interval '1 second')
      ORDER BY e.available_at, e.created_at, e.event_id
      LIMIT @window)) w
 WHERE w.failed_at IS NULL AND starts_with(w.last_error, @prefix::text)
