@@ -397,6 +397,10 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 	fmt.Fprintln(w)
 	p := s.Published
 	fmt.Fprintf(w, "published last 1m %s, 5m %s, 1h %s (%.1f/s)\n", p.Last1m, p.Last5m, p.Last1h, p.RatePerSecond)
+	if p.Last1m.Estimate || p.Last5m.Estimate || p.Last1h.Estimate {
+		fmt.Fprintf(w, "windows marked ~ are estimates from the newest %d rows: at least those, at most the published rows of the table\n",
+			max(p.Last1m.AtLeast, p.Last5m.AtLeast, p.Last1h.AtLeast))
+	}
 	if c.Failed > 0 {
 		// The groups are of the newest failures only past a cap: a group's
 		// count is never shown as a total it is not.

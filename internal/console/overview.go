@@ -230,7 +230,11 @@ func (m *Model) viewOverview(w, h int) string {
 	if r, ok := tr.incoming(); ok {
 		in = rate(r)
 	}
-	rates := kv("rate out · in", rate(p.CurrentPerSecond)+" · "+in)
+	out := rate(p.CurrentPerSecond)
+	if p.Last10sBound != inspect.Exact {
+		out = p.Last10sBound.Mark() + out // more published in 10 s than the snapshot counts
+	}
+	rates := kv("rate out · in", out+" · "+in)
 	// The published rate of the last refreshes, in the room the line leaves.
 	if room := colW - 2 - ansi.StringWidth(rates); room >= 4 {
 		rates += " " + sparkline(tr.currents(), room)

@@ -81,11 +81,19 @@
 // The published and archived totals, the published windows (1 m, 5 m, 1 h) and
 // inbox totals are exact while small and become estimates past a cap, marked "~":
 // totals from the planner's row estimate, never below the rows counted before the
-// cap (10,001; an inbox total never below its exact last 5 minutes), windows by
-// extrapolating the newest rows' rate over the part of the window that has any
-// history, never below the rows counted in it. Such numbers are a Count whose
-// Estimate field says so, in Go and in JSON; the bound stated is the only one
-// that holds.
+// cap (10,001, and the published rows counted in the hour; an inbox total never
+// below its exact last 5 minutes). The windows are read from the newest 20,000
+// rows of the hour along outbox_published_idx, an index range read whatever the
+// history; a window those rows do not reach back over is an estimate held to
+// both its bounds: never below the rows counted in it (Count.AtLeast), never
+// above the published total (the table's rows: exact up to 10,000, else as
+// above) nor a longer window; between them, the newest rows' rate over the part
+// of the window that has any history (a burst of the newest rows extrapolated
+// alone to more than the table held). Such numbers are a Count whose Estimate
+// field says so, in Go and in JSON; TestPublishedWindowsHoldTheirBounds checks
+// them against brute-force counts on generated histories (bursts, old, recent).
+// Last10s is exact unless the newest 20,000 rows are all younger than 10 s;
+// then it is their count, a lower bound (PublishedRecent.Last10sBound).
 //
 // The per-event reads are index reads however long the history: an aggregate's
 // timeline (Timeline) reads its unpublished, published and archived rows along

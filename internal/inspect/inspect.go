@@ -62,6 +62,8 @@ type Inspector struct {
 	outbox string
 	// caps bounds what a Snapshot reads (nil: defaultCaps); tests set smaller ones.
 	caps *snapCaps
+	// pub bounds the published counts (nil: the production caps, pubCaps).
+	pub *pubCaps
 	// floor: where the next Snapshot's pass starts (floor.go).
 	floor floorState
 }
@@ -103,6 +105,9 @@ type Count struct {
 	// Bound, when set, says Value is a bound of the truth rather than the
 	// truth (a count that stopped at its cap): shown "≥" or "≤" before it.
 	Bound Bound `json:"bound,omitempty"`
+	// AtLeast, on an estimate that has one, is the rows counted: the truth is
+	// at least this (PublishedRecent's windows).
+	AtLeast int64 `json:"at_least,omitempty"`
 }
 
 func (c Count) String() string { return c.Mark() + strconv.FormatInt(c.Value, 10) }

@@ -123,22 +123,6 @@ type Approx struct {
 	Failed    bool `json:"failed,omitempty"`
 }
 
-// PublishedRecent is publishing throughput from published_at. Each window is exact
-// unless more than publishedWindowCap events fall in it; then it is extrapolated from
-// the newest ones and marked Estimate.
-type PublishedRecent struct {
-	Last1m Count `json:"last_1m"`
-	Last5m Count `json:"last_5m"`
-	Last1h Count `json:"last_1h"`
-	// Last10s is exact (the window is short).
-	Last10s int64 `json:"last_10s"`
-	// RatePerSecond is Last1m / 60: it lags a change by a minute.
-	RatePerSecond float64 `json:"rate_per_second"`
-	// CurrentPerSecond is Last10s / 10 (over the history when it is shorter): it
-	// reaches 0 within 10 s of publishing stopping.
-	CurrentPerSecond float64 `json:"current_per_second"`
-}
-
 // Group is a count of failed events sharing a key (an event_type or a last_error).
 type Group struct {
 	Key   string `json:"key"`
@@ -288,67 +272,6 @@ func (i *Inspector) snapshot(ctx context.Context, what string, full bool) (Snaps
 	}
 	s.Took = Age(time.Since(start))
 	return s, nil
-}
-
-// snapPublished: totals capped then estimated; windows from the newest
-// publishedWindowCap rows of the published_at index.
-func (i *Inspector) snapPublished(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
-	var err error
-	s.Counts.Published, err = countCapped(ctx, tx, i.q.SQL("published_rows"), totalExactCap)
-	if err != nil {
-		return err
-	}
-	s.Counts.Archived, err = countCapped(ctx, tx, i.q.SQL("archived_rows"), totalExactCap)
-	if err != nil {
-		return err
-	}
-	if err := tx.QueryRow(ctx, i.q.SQL("skipped_count")).Scan(&s.Counts.Skipped); err != nil {
-		return err
-	}
-	// The newest rows within the hour, newest first; n < cap means the windows are
-	// exact. history is how far back publishing goes at all: a window longer than
-	// the history is extrapolated over the history only.
-	var n, n10s, n1m, n5m int64
-	var span float64
-	var history *float64
-	err = tx.QueryRow(ctx, i.q.SQL("published_windows"), publishedWindowCap).Scan(&n, &n10s, &n1m, &n5m, &span, &history)
-	if err != nil {
-		return err
-	}
-	s.Published.Last10s = n10s
-	s.Published.Last1m = extrapolate(n, span, n1m, 60, history)
-	s.Published.Last5m = extrapolate(n, span, n5m, 300, history)
-	s.Published.Last1h = extrapolate(n, span, n, 3600, history)
-	s.Published.RatePerSecond = float64(s.Published.Last1m.Value) / 60
-	// Over the last 10 s, or over the history when publishing began more recently
-	// (a just-started relay would otherwise read a fraction of its rate).
-	window := 10.0
-	if history != nil && *history < window {
-		window = max(*history, 1)
-	}
-	s.Published.CurrentPerSecond = float64(n10s) / window
-	// The events ever inserted: the seq identity's last value (NULL without the
-	// privilege to read it, or before the first insert). The console's incoming rate.
-	err = tx.QueryRow(ctx, i.q.SQL("inserted"), i.outbox).Scan(&s.Inserted)
-	if err == pgx.ErrNoRows {
-		return nil // no identity behind seq: the console derives the rate otherwise
-	}
-	return err
-}
-
-// extrapolate is the count for a window of w seconds: exact (inWindow) unless the
-// newest n rows read (capped) span less than the window; then the newest rows' rate
-// over the part of the window that has history, never below the n rows counted.
-func extrapolate(n int64, span float64, inWindow int64, w float64, history *float64) Count {
-	if n < publishedWindowCap || span >= w {
-		return Count{Value: inWindow}
-	}
-	covered := w
-	if history != nil && *history < w {
-		covered = *history
-	}
-	span = max(span, 1e-3)
-	return Count{Value: max(int64(float64(n)/span*covered), n), Estimate: true}
 }
 
 // topGroups sorts groups largest first (ties by key) and keeps TopN.
