@@ -73,7 +73,8 @@ type missingTopicsJSON struct {
 // The incident: a storm of older retries (12,000 scheduled events, before
 // them in seq order, with other errors) and 2,000 events of a new service to a
 // topic that does not exist, which a running relay tries again within its
-// capped backoff. status read only the oldest 10,000 pending events in seq
+// capped backoff (here 20 to 44 s from now: scheduled for as long as the
+// test runs, under -race too). status read only the oldest 10,000 pending events in seq
 // order and said "missing_topics": [] and OK; the soonest scheduled ones are
 // read too now, and it says WARNING naming the topic, in the text, the JSON,
 // the monitoring line and the exit code.
@@ -90,7 +91,7 @@ func TestStatusFindsAMissingTopicBehindAStormOfRetries(t *testing.T) {
 	msg := relay.MissingTopicError + "orders.v2 (create it …): UNKNOWN_TOPIC_OR_PARTITION"
 	if _, err := pool.Exec(ctx, `
 		INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, payload, topic, available_at, last_error)
-		SELECT gen_random_uuid(), 'order', 'java-' || g, 'OrderPlaced', '{}', 'orders.v2', now() + (1 + g % 25) * interval '1 second', $1
+		SELECT gen_random_uuid(), 'order', 'java-' || g, 'OrderPlaced', '{}', 'orders.v2', now() + (20 + g % 25) * interval '1 second', $1
 		FROM generate_series(1, 2000) g`, msg); err != nil {
 		t.Fatal(err)
 	}
