@@ -25,7 +25,7 @@ func TestDeepNestingIsRefusedCheaply(t *testing.T) {
 		"after a multi-line string": head + "y = { s = \"\"\"a\"\"\"\", z = " +
 			strings.Repeat("{a=", 20_000) + "1" + strings.Repeat("}", 20_000) + " }",
 	} {
-		err, allocated, took := parseWatched(t, text)
+		allocated, took, err := parseWatched(t, text)
 		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "nested more than 8 levels deep") {
 			t.Errorf("%s: %v, want one line refusing the nesting", name, err)
 			continue
@@ -80,11 +80,11 @@ team = "x"
 	}
 }
 
-// parseWatched parses text and returns the error, the bytes allocated and
-// the time taken. A parse whose heap grows past 256 MiB cannot be stopped
+// parseWatched parses text and returns the bytes allocated, the time taken
+// and the error. A parse whose heap grows past 256 MiB cannot be stopped
 // (the decoder takes no context): the test binary panics then, rather than
 // let it take the machine's memory.
-func parseWatched(t *testing.T, text string) (error, uint64, time.Duration) {
+func parseWatched(t *testing.T, text string) (uint64, time.Duration, error) {
 	t.Helper()
 	var before runtime.MemStats
 	runtime.GC()
@@ -103,7 +103,7 @@ func parseWatched(t *testing.T, text string) (error, uint64, time.Duration) {
 			took := time.Since(start)
 			var after runtime.MemStats
 			runtime.ReadMemStats(&after)
-			return err, after.TotalAlloc - before.TotalAlloc, took
+			return after.TotalAlloc - before.TotalAlloc, took, err
 		case <-tick.C:
 			var now runtime.MemStats
 			runtime.ReadMemStats(&now)
