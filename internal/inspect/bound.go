@@ -83,6 +83,13 @@ type snapCaps struct {
 	// blockedProbe: the oldest failures and the soonest retries read to find the
 	// blockers among them.
 	blockedProbe int
+	// hinted and unhinted: past the scan, the rows hinted blocked and the ready
+	// rows not hinted that the blocked list's ranking reads (blockedrank.go),
+	// grouped by aggregate; rankProbe: the aggregates it asks for their head.
+	hinted, unhinted, rankProbe int
+	// list: the blocked aggregates listed (BlockedLimit; tests list fewer,
+	// so that tables past it stay small).
+	list int
 }
 
 var defaultCaps = snapCaps{
@@ -92,6 +99,10 @@ var defaultCaps = snapCaps{
 	failed:       250_000,
 	failedGroups: 1_000,
 	blockedProbe: 2_000,
+	hinted:       100_000,
+	unhinted:     20_000,
+	rankProbe:    50_000,
+	list:         BlockedLimit,
 }
 
 func (i *Inspector) snapCaps() snapCaps {

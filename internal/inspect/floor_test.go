@@ -184,7 +184,7 @@ func checkAgainstTruth(t *testing.T, b *bundle, what string) inspect.Snapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bad := checkSnapshot(s, truth); len(bad) > 0 {
+	if bad := checkSnapshot(s, truth, inspect.BlockedLimit); len(bad) > 0 {
 		t.Fatalf("%s:\n%s", what, strings.Join(bad, "\n"))
 	}
 	return s

@@ -1,6 +1,7 @@
 package inspect_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand"
@@ -51,6 +52,15 @@ func randomTable(r *rand.Rand) propTable {
 	small := func() int { return 1 + r.Intn(25) }
 	p := propTable{caps: inspect.TestCaps{Scan: small(), Probe: small(), Count: small(), Failed: small(),
 		FailedGroups: small(), BlockedProbe: small()}}
+	// The ranking's caps: small, or the production ones (0).
+	for _, c := range []*int{&p.caps.Hinted, &p.caps.Unhinted, &p.caps.RankProbe} {
+		if r.Intn(2) == 0 {
+			*c = small()
+		}
+	}
+	if r.Intn(2) == 0 { // a short list: tables with more blocked aggregates
+		p.caps.List = 1 + r.Intn(5)
+	}
 	// Sometimes a cap far above the table: every count exact.
 	if r.Intn(4) == 0 {
 		p.caps = inspect.DefaultTestCaps()
@@ -188,7 +198,7 @@ func bruteForce(ctx context.Context, pool *pgxpool.Pool) (truth, error) {
 
 // checkSnapshot compares every figure of s with the truth: an exact one must
 // equal it, a lower bound be at most it, an upper bound at least it.
-func checkSnapshot(s inspect.Snapshot, t truth) []string {
+func checkSnapshot(s inspect.Snapshot, t truth, limit int) []string {
 	var bad []string
 	fig := func(name string, got int64, b inspect.Bound, approx bool, want int64) {
 		ok := map[inspect.Bound]bool{inspect.Exact: got == want, inspect.LowerBound: got <= want, inspect.UpperBound: got >= want}[b]
@@ -235,54 +245,90 @@ func checkSnapshot(s inspect.Snapshot, t truth) []string {
 			}
 		}
 	}
-	if len(s.Blocked.Aggregates) > inspect.BlockedLimit || int64(len(s.Blocked.Aggregates)) > s.Blocked.Count {
+	if len(s.Blocked.Aggregates) > limit || int64(len(s.Blocked.Aggregates)) > s.Blocked.Count {
 		bad = append(bad, fmt.Sprintf("%d listed of %d", len(s.Blocked.Aggregates), s.Blocked.Count))
 	}
-	if s.Blocked.Bound == inspect.Exact && b.Waiting == inspect.Exact {
-		// Everything known: the list is the true top.
-		type agg struct {
-			key      string
-			seq, wai int64
-		}
-		var all []agg
-		for k, v := range t.aggs {
-			all = append(all, agg{k, v[0], v[1]})
-		}
-		slices.SortFunc(all, func(x, y agg) int {
-			if x.wai != y.wai {
-				return int(y.wai - x.wai)
-			}
-			return int(x.seq - y.seq)
-		})
-		all = all[:min(len(all), inspect.BlockedLimit)]
-		if len(all) != len(s.Blocked.Aggregates) {
-			bad = append(bad, fmt.Sprintf("%d listed, want %d", len(s.Blocked.Aggregates), len(all)))
-		} else {
-			for k := range all {
-				if got := s.Blocked.Aggregates[k]; got.AggregateType+"/"+got.AggregateID != all[k].key {
-					bad = append(bad, fmt.Sprintf("listed #%d %s/%s, want %s", k, got.AggregateType, got.AggregateID, all[k].key))
+	// The first Ranked listed are the true first Ranked, by waiting events
+	// (most first), then blocker (oldest first); every one when all are
+	// ranked and every blocker was found.
+	top := trueTop(t)
+	if r := s.Blocked.Ranked; r < 0 || r > len(s.Blocked.Aggregates) {
+		bad = append(bad, fmt.Sprintf("ranked %d of %d listed", r, len(s.Blocked.Aggregates)))
+	} else {
+		for k, got := range s.Blocked.Aggregates[:r] {
+			if k >= len(top) || got.AggregateType+"/"+got.AggregateID != top[k].key {
+				want := "none"
+				if k < len(top) {
+					want = fmt.Sprintf("%s (%d waiting, blocker %d)", top[k].key, top[k].waiting, top[k].seq)
 				}
+				bad = append(bad, fmt.Sprintf("ranked #%d %s/%s (%d waiting, blocker %d), want %s", k, got.AggregateType, got.AggregateID,
+					got.Waiting, got.Blocker.Seq, want))
 			}
 		}
+	}
+	if s.Blocked.Bound == inspect.Exact && s.Blocked.AllRanked() && len(s.Blocked.Aggregates) != min(len(top), limit) {
+		bad = append(bad, fmt.Sprintf("all %d listed ranked and every blocker found, want %d listed", len(s.Blocked.Aggregates),
+			min(len(top), limit)))
 	}
 	return bad
 }
 
+// listLimit is the blocked aggregates a snapshot with caps c lists.
+func listLimit(c inspect.TestCaps) int {
+	if c.List == 0 {
+		return inspect.BlockedLimit
+	}
+	return c.List
+}
+
+// ranked is a blocked aggregate of the truth, in the list's order.
+type ranked struct {
+	key          string
+	seq, waiting int64
+}
+
+// trueTop is every blocked aggregate of t in the list's order: the most
+// events waiting first, then the oldest blocker.
+func trueTop(t truth) []ranked {
+	var all []ranked
+	for k, v := range t.aggs {
+		all = append(all, ranked{k, v[0], v[1]})
+	}
+	slices.SortFunc(all, func(x, y ranked) int {
+		if x.waiting != y.waiting {
+			return cmp.Compare(y.waiting, x.waiting)
+		}
+		return cmp.Compare(x.seq, y.seq)
+	})
+	return all
+}
+
 // checkTable loads p, takes a snapshot with its caps and checks it.
 func checkTable(ctx context.Context, pool *pgxpool.Pool, in *inspect.Inspector, p propTable) ([]string, error) {
+	bad, _, err := checkTableSnapshot(ctx, pool, in, p)
+	return bad, err
+}
+
+// checkTableSnapshot is checkTable, with the snapshot checked.
+func checkTableSnapshot(ctx context.Context, pool *pgxpool.Pool, in *inspect.Inspector, p propTable) ([]string, inspect.Snapshot, error) {
 	if err := load(ctx, pool, p); err != nil {
-		return nil, err
+		return nil, inspect.Snapshot{}, err
 	}
 	inspect.SetTestCaps(in, p.caps)
 	s, err := in.Snapshot(ctx)
 	if err != nil {
-		return nil, err
+		return nil, s, err
 	}
 	t, err := bruteForce(ctx, pool)
 	if err != nil {
-		return nil, err
+		return nil, s, err
 	}
-	return checkSnapshot(s, t), nil
+	bad := checkSnapshot(s, t, listLimit(p.caps))
+	if p.caps == inspect.DefaultTestCaps() && !s.Blocked.AllRanked() {
+		// Below every cap the snapshot reads every row: nothing is left unranked.
+		bad = append(bad, fmt.Sprintf("below every cap, %d of %d listed ranked", s.Blocked.Ranked, len(s.Blocked.Aggregates)))
+	}
+	return bad, s, nil
 }
 
 // shrink removes rows one at a time while the table still fails.
@@ -336,11 +382,20 @@ func TestSnapshotFiguresHoldTheirBounds(t *testing.T) {
 	r := rand.New(rand.NewSource(seed))
 	b := setup(t)
 	start := time.Now()
+	var listed, ranked, partly int
 	for k := range n {
 		p := randomTable(r)
-		bad, err := checkTable(b.ctx, b.pool, b.in, p)
+		bad, s, err := checkTableSnapshot(b.ctx, b.pool, b.in, p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(s.Blocked.Aggregates) > 0 {
+			listed++
+			if s.Blocked.AllRanked() {
+				ranked++
+			} else if s.Blocked.Ranked > 0 {
+				partly++
+			}
 		}
 		if len(bad) > 0 {
 			t.Logf("table %d fails: %s", k, strings.Join(bad, "; "))
@@ -349,7 +404,8 @@ func TestSnapshotFiguresHoldTheirBounds(t *testing.T) {
 			t.Fatalf("seed %d, table %d, shrunk to %s\nfails: %s", seed, k, p, strings.Join(bad, "; "))
 		}
 	}
-	t.Logf("%d tables in %v", n, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d tables in %v; of the %d that list blocked aggregates, %d ranked every one listed, %d some",
+		n, time.Since(start).Round(time.Millisecond), listed, ranked, partly)
 }
 
 // runTable checks one named table, as found by the property or written by hand.

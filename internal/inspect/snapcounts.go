@@ -385,14 +385,15 @@ func (i *Inspector) snapFailed(ctx context.Context, tx pgx.Tx, s *Snapshot, byTy
 }
 
 // snapBlocked counts the blocked aggregates and lists the BlockedLimit that do
-// the most harm. The blockers come from three reads, each bounded: the heads
-// probed by the scan and past it (aggregates with unpublished, not failed
-// rows), the oldest caps.blockedProbe failures and the soonest
-// caps.blockedProbe retries, each asked whether it heads its aggregate. The
-// count is exact when every failed row was asked and either every scheduled
-// row was too or the scan read every not failed row and probed every aggregate
-// of them (then every blocker was seen); else it is the blocked aggregates
-// found, a lower bound.
+// the most harm, ranked (blockedrank.go). The count comes from three reads,
+// each bounded: the heads probed by the scan and past it (aggregates with
+// unpublished, not failed rows), the oldest caps.blockedProbe failures and the
+// soonest caps.blockedProbe retries, each asked whether it heads its
+// aggregate; the ranking adds the blockers it meets. The count is exact when
+// every failed row was asked and either every scheduled row was too or the
+// scan read every not failed row and probed every aggregate of them (then
+// every blocker was seen); else it is the blocked aggregates found, a lower
+// bound.
 func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot, u *unpublished) error {
 	cp := i.snapCaps()
 	rows, err := tx.Query(ctx, i.q.SQL("blockers"), cp.blockedProbe+1, u.heads)
@@ -421,38 +422,35 @@ func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot, u *
 		return err
 	}
 	rows.Close()
-	harm := map[aggKey]int64{} // ready rows scanned behind the blocker
 	for _, p := range u.probes {
 		if p.blocks {
 			found[p.key] = p.headSeq
-			harm[p.key] = p.ready
 		}
 	}
-	s.Blocked.Count = int64(len(found))
 	// Every failed head was seen when every failed row was asked; every
 	// scheduled one when every scheduled row was, or every aggregate with a not
 	// failed row was probed.
 	allFailed, allScheduled := failedRead <= int64(cp.blockedProbe), scheduledRead <= int64(cp.blockedProbe)
-	if !allFailed || !(allScheduled || u.covered && u.probedAll) {
+	allBlockers := allFailed && (allScheduled || u.covered && u.probedAll)
+	if !allBlockers {
 		s.Blocked.Bound = LowerBound
 	}
 	s.Blocked.Estimate = s.Blocked.Bound != Exact
+	s.Blocked.Count = int64(len(found))
 	if u.countOnly {
 		return nil
 	}
-	// The candidates: most ready rows found waiting first, then the oldest
-	// blockers. Their exact figures are read below and decide the order.
-	cands := make([]aggKey, 0, len(found))
-	for k := range found {
-		cands = append(cands, k)
+	var rk ranking
+	if u.covered {
+		rk = rankCovered(u, cp.list)
+	} else if rk, err = i.rankPastScan(ctx, tx, u.heads); err != nil {
+		return fmt.Errorf("ranking: %w", err)
 	}
-	slices.SortFunc(cands, func(a, b aggKey) int {
-		if c := cmp.Compare(harm[b], harm[a]); c != 0 {
-			return c
-		}
-		return cmp.Compare(found[a], found[b])
-	})
-	cands = cands[:min(len(cands), BlockedLimit)]
+	for k, seq := range rk.found {
+		found[k] = seq
+	}
+	s.Blocked.Count = int64(len(found))
+	cands := rk.chosen(found, cp.list)
 	types, ids := make([]string, len(cands)), make([]string, len(cands))
 	for k, a := range cands {
 		types[k], ids[k] = a.typ, a.id
@@ -480,6 +478,7 @@ func (i *Inspector) snapBlocked(ctx context.Context, tx pgx.Tx, s *Snapshot, u *
 		}
 		return cmp.Compare(a.Blocker.Seq, b.Blocker.Seq)
 	})
+	s.Blocked.Ranked = rk.certify(s.Blocked.Aggregates, allBlockers)
 	return nil
 }
 

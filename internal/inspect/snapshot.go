@@ -164,10 +164,33 @@ type Blocked struct {
 	// Estimate: Count is not exact (Bound says how), for readers older than Bound.
 	Estimate bool `json:"estimate,omitempty"`
 	// Aggregates lists at most BlockedLimit, those doing the most harm first: the
-	// most events waiting behind the blocker, then the oldest blocker (seq).
-	// Chosen among the blocked aggregates found, ranked by the waiting rows the
-	// snapshot read: the ranking is exact when Counts.Waiting is.
+	// most events waiting behind the blocker, then the oldest blocker (seq),
+	// each with exact figures.
 	Aggregates []BlockedAggregate `json:"aggregates"`
+	// Ranked: the first Ranked of Aggregates are certainly the first Ranked of
+	// every blocked aggregate in that order, not of a sample; those after them
+	// are the most harmful of the others found. Every one is ranked (Ranked =
+	// len(Aggregates)) whenever the snapshot read every ready row's aggregate
+	// (the package doc's "The blocked list" says when); then Aggregates is the
+	// true top, or, with fewer than BlockedLimit aggregates that have events
+	// waiting, the true top's start, and Count says whether others follow.
+	Ranked int `json:"ranked"`
+}
+
+// AllRanked: every aggregate listed is ranked (see Ranked).
+func (b Blocked) AllRanked() bool { return b.Ranked >= len(b.Aggregates) }
+
+// Heading is how text introduces Aggregates: "most waiting first" when each is
+// ranked, else what part is: "most waiting first of those found" (none),
+// "most waiting first; the first 3 ranked of all, the rest of those found".
+func (b Blocked) Heading() string {
+	switch {
+	case b.AllRanked():
+		return "most waiting first"
+	case b.Ranked == 0:
+		return "most waiting first of those found"
+	}
+	return fmt.Sprintf("most waiting first; the first %d ranked of all, the rest of those found", b.Ranked)
 }
 
 // BlockedLimit bounds Blocked.Aggregates.
