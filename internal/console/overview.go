@@ -35,6 +35,9 @@ type overviewVM struct {
 	sample            trendSample
 	blockedCount      int64
 	blockedBound      inspect.Bound
+	// blockedRank: what of the blocked list is ranked against every blocked
+	// aggregate, when not all of it ("": every line is; inspect.Blocked.Ranked).
+	blockedRank string
 	// order is the commit-order mode and its unserialized aggregates (the
 	// list is status's).
 	order         inspect.Order
@@ -92,6 +95,13 @@ func newOverviewVM(s inspect.Snapshot, relay Relay, extras []Extra) overviewVM {
 			waiting:   b.Waiting,
 			blocker:   newRow(b.Blocker),
 		})
+	}
+	switch {
+	case s.Blocked.AllRanked():
+	case s.Blocked.Ranked == 0:
+		vm.blockedRank = "most found, not ranked"
+	default:
+		vm.blockedRank = fmt.Sprintf("first %d ranked", s.Blocked.Ranked)
 	}
 	for _, g := range s.FailedByError {
 		vm.failedByError = append(vm.failedByError, inspect.Group{Key: termtext.Sanitize(g.Key), Count: g.Count})
@@ -431,7 +441,12 @@ func (m *Model) overviewSections(w, room int, on func(overviewTarget) bool) ([]s
 	if x := vm.xmin; x != nil {
 		tables = append(tables, st.warn.Render(fmt.Sprintf("  vacuum held back %s by %s %s (%s)", age(x.Age.Duration()), x.Kind, x.Name, x.State)))
 	}
-	blockedSec := section{title: "BLOCKED AGGREGATES (" + vm.blockedBound.Format(vm.blockedCount) + ")", body: blocked,
+	blockedTitle := "BLOCKED AGGREGATES (" + vm.blockedBound.Format(vm.blockedCount) + ")"
+	if vm.blockedRank != "" {
+		// Lines past the ranked ones are the most harmful found, not of all.
+		blockedTitle += " · " + vm.blockedRank
+	}
+	blockedSec := section{title: blockedTitle, body: blocked,
 		total: vm.blockedCount, bound: vm.blockedBound, min: 3, kind: targetBlocked, targets: len(vm.blocked)}
 	failedSec := section{title: failedTitle, body: failed, min: 2, kind: targetError, targets: len(vm.failedByError)}
 	typesSec, attempts := m.breakdownLines(w, on)
