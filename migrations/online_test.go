@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/outboxtop/outboxtop/migrations"
 )
 
@@ -103,23 +105,11 @@ func TestMigrateInterruptedBetweenOnlineStepsEndsTheSame(t *testing.T) {
 				return
 			}
 			go func() {
-				defer func() { _ = tx.Rollback(ctx) }()
-				deadline := time.Now().Add(30 * time.Second)
-				for time.Now().Before(deadline) {
-					var invalid bool
-					if err := owner.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_index WHERE indexrelid = to_regclass('outbox_claim_idx') AND NOT indisvalid)
-						AND EXISTS (SELECT FROM pg_locks WHERE pid = $1 AND NOT granted)`, pid).Scan(&invalid); err != nil {
-						killed <- err
-						return
-					}
-					if invalid {
-						_, err := owner.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
-						killed <- err
-						return
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-				killed <- context.DeadlineExceeded
+				err := killHalfWay(ctx, owner, pid)
+				// The writer's transaction ends before the test goes on (and its
+				// cleanup closes the connection).
+				_ = tx.Rollback(ctx)
+				killed <- err
 			}()
 		}}
 		if _, _, err := migrations.MigrateWith(ctx, conn, "public", opts); err == nil {
@@ -134,6 +124,25 @@ func TestMigrateInterruptedBetweenOnlineStepsEndsTheSame(t *testing.T) {
 		}
 		check(t, dsn, "a build killed half-way")
 	})
+}
+
+// killHalfWay terminates the backend pid once its build of outbox_claim_idx
+// has made the index, INVALID, and waits for a lock.
+func killHalfWay(ctx context.Context, owner *pgx.Conn, pid uint32) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var invalid bool
+		if err := owner.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_index WHERE indexrelid = to_regclass('outbox_claim_idx') AND NOT indisvalid)
+			AND EXISTS (SELECT FROM pg_locks WHERE pid = $1 AND NOT granted)`, pid).Scan(&invalid); err != nil {
+			return err
+		}
+		if invalid {
+			_, err := owner.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid)
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return context.DeadlineExceeded
 }
 
 // TestNoFileDropsAnIndex: migrate builds again any index of an applied file

@@ -338,6 +338,7 @@ func (r *Relay) AbandonNextBatch() { r.crashNext.Store(true) }
 // waitRunnable probes until the brokers answer.
 func (r *Relay) brokerDown(why string, err error) {
 	if r.brokerOK.Swap(false) {
+		r.stats.outages.Add(1)
 		r.m.BrokerReachable.Set(0)
 		r.noteError(why, err)
 	}

@@ -6,8 +6,8 @@ import (
 )
 
 type stats struct {
-	published, failed, retried, released, lostFences, batches atomic.Uint64
-	lastClaim, lastPublish, lastBatch                         atomic.Int64
+	published, failed, retried, released, lostFences, batches, outages atomic.Uint64
+	lastClaim, lastPublish, lastBatch                                  atomic.Int64
 }
 
 // Status is a point-in-time view of a running relay, for the console.
@@ -20,6 +20,7 @@ type Status struct {
 	Retried         uint64
 	Released        uint64
 	LostFences      uint64
+	Outages         uint64        // times the brokers became unreachable
 	LastClaim       time.Duration // duration of the last claim transaction
 	LastPublish     time.Duration // claim-to-settled time of the last batch
 	LastBatch       int           // events in the last batch
@@ -49,6 +50,7 @@ func (r *Relay) Status() Status {
 	s.Retried = r.stats.retried.Load()
 	s.Released = r.stats.released.Load()
 	s.LostFences = r.stats.lostFences.Load()
+	s.Outages = r.stats.outages.Load()
 	s.LastClaim = time.Duration(r.stats.lastClaim.Load())
 	s.LastPublish = time.Duration(r.stats.lastPublish.Load())
 	s.LastBatch = int(r.stats.lastBatch.Load())
