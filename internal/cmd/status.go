@@ -415,7 +415,7 @@ func printStatus(w io.Writer, s inspect.Snapshot, heldAfter time.Duration) {
 	}
 	if s.Blocked.Count > 0 {
 		// The snapshot's order: the most events waiting behind the blocker first.
-		fmt.Fprintf(w, "blocked aggregates %s (most waiting first):\n", s.Blocked.Bound.Format(s.Blocked.Count))
+		fmt.Fprintf(w, "blocked aggregates %s (%s):\n", s.Blocked.Bound.Format(s.Blocked.Count), s.Blocked.Heading())
 		for k, b := range s.Blocked.Aggregates {
 			if k == 5 {
 				fmt.Fprintf(w, "  … (%s more)\n", s.Blocked.Bound.Format(s.Blocked.Count-5))

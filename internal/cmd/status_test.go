@@ -279,7 +279,7 @@ func TestStatusMarksBounds(t *testing.T) {
 	var b strings.Builder
 	printStatus(&b, s, inspect.HorizonWarnAfter)
 	for _, want := range []string{"pending ≥65002 (ready ≥5001, of them waiting ≥101, publishable ≥4900; scheduled ≥60001)", "failed ≥250001",
-		"counts marked ≥ are at least that", "blocked aggregates ≥30 (most waiting first):\n  order/o-7 behind  (failed) with 506 waiting\n",
+		"counts marked ≥ are at least that", "blocked aggregates ≥30 (most waiting first of those found):\n  order/o-7 behind  (failed) with 506 waiting\n",
 		"account/a-1 behind  (failed) with 0 waiting, 9 failed behind"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
