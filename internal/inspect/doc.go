@@ -56,10 +56,6 @@
 // InFlight, which the relay reports in its heartbeat, does not depend on the scan.
 // A heartbeat not written for RelayGoneAfter intervals is "gone".
 //
-// Below those bounds every count is exact. Past them a count is never an estimate
-// from the planner's statistics, which can be arbitrarily stale: it is the rows
-// counted, marked as a lower bound (Bound, in Counts.Bounds and Blocked.Bound;
-// "≥" in text), or, for Publishable beside an exact Ready and a lower-bound
 // The oldest pending and ready ages are the oldest among the rows the pass
 // and the three ranges read: exact when they read every unpublished, not
 // failed row, else a lower bound (Snapshot.OldestPendingBound,
@@ -68,6 +64,10 @@
 // (outbox_claim_idx) is among the first range's. TestOldestAgesHoldTheirBounds
 // checks them against brute force with created_at unrelated to seq.
 //
+// Below those bounds every count is exact. Past them a count is never an estimate
+// from the planner's statistics, which can be arbitrarily stale: it is the rows
+// counted, marked as a lower bound (Bound, in Counts.Bounds and Blocked.Bound;
+// "≥" in text), or, for Publishable beside an exact Ready and a lower-bound
 // Waiting, Ready − Waiting, an upper bound ("≤"). Each is a bound that holds:
 // TestSnapshotFiguresHoldTheirBounds checks every figure against brute-force
 // counts on generated tables on both sides of every cap. Snapshot.Partial says the
