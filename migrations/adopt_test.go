@@ -339,8 +339,11 @@ func (l *load) check(t *testing.T, limit time.Duration, steps *stepTimes, waits 
 	}
 }
 
-// lockWait is a session seen waiting for a lock that migrate held, or was
-// ahead of it in the queue for, from start to end (sampled every 5 ms).
+// lockWait is a session's wait for a lock that migrate held, or was ahead of
+// it in the queue for: from PostgreSQL's own start of the wait (pg_locks'
+// waitstart) to the last sample that saw it waiting (sampled every 5 ms). A
+// sampler that a loaded machine stalls may see a wait end late, never two
+// waits as one: each is its own (pid, waitstart).
 type lockWait struct {
 	pid        int32
 	query      string
@@ -354,47 +357,46 @@ func watchWaits(t *testing.T, dsn string, pid uint32) (stop func() []lockWait) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	conn := connect(t, dsn)
-	var waits []lockWait
+	type key struct {
+		pid   int32
+		since time.Time
+	}
+	seen := map[key]*lockWait{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		open := map[int32]*lockWait{}
 		for ctx.Err() == nil {
-			rows, err := conn.Query(ctx, `SELECT a.pid, a.query FROM pg_stat_activity a
+			rows, err := conn.Query(ctx, `SELECT a.pid, a.query, l.waitstart, now() FROM pg_stat_activity a
+				JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted AND l.waitstart IS NOT NULL
 				WHERE a.wait_event_type = 'Lock' AND $1 = ANY (pg_blocking_pids(a.pid))`, pid)
 			if err != nil {
 				return
 			}
-			now, seen := time.Now(), map[int32]bool{}
 			for rows.Next() {
 				var w lockWait
-				if rows.Scan(&w.pid, &w.query) != nil {
+				var now time.Time
+				if rows.Scan(&w.pid, &w.query, &w.start, &now) != nil {
 					break
 				}
-				seen[w.pid] = true
-				if o := open[w.pid]; o != nil {
+				k := key{w.pid, w.start}
+				if o := seen[k]; o != nil {
 					o.end = now
 				} else {
-					w.start, w.end = now, now
-					open[w.pid] = &w
+					w.end = now
+					seen[k] = &w
 				}
 			}
 			rows.Close()
-			for p, w := range open {
-				if !seen[p] {
-					waits = append(waits, *w)
-					delete(open, p)
-				}
-			}
 			time.Sleep(5 * time.Millisecond)
-		}
-		for _, w := range open {
-			waits = append(waits, *w)
 		}
 	}()
 	return func() []lockWait {
 		cancel()
 		<-done
+		var waits []lockWait
+		for _, w := range seen {
+			waits = append(waits, *w)
+		}
 		return waits
 	}
 }
