@@ -682,14 +682,14 @@ func (m *Model) viewNotRead(w int) string {
 	lines := []string{st.section.Render("OUTBOX")}
 	if m.loadErr != nil {
 		lines = append(lines, st.bad.Render(fit("not read: "+dbErrorText(m.loadErr), w, false)),
-			"nothing is known about the outbox until a read succeeds; it is tried again every "+m.refresh.String())
+			fit("nothing is known about the outbox until a read succeeds; it is tried again every "+m.refresh.String(), w, false))
 	} else {
 		reading := "reading the outbox…"
 		if !m.loadStarted.IsZero() {
 			reading += fmt.Sprintf(" (the first read, %s so far)", age(m.now().Sub(m.loadStarted)))
 		}
 		lines = append(lines, fit(reading, w, false),
-			"no figure is shown until it completes: none is known yet")
+			fit("no figure is shown until it completes: none is known yet", w, false))
 	}
 	return strings.Join(lines, "\n")
 }
